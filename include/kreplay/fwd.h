@@ -1,0 +1,256 @@
+/**
+ * @file fwd.h
+ * @brief Basic types, enumerations and handles of the kreplay C API.
+ *
+ * Everything under include/kreplay/ compiles as C11. Enumerations start with a `_NONE = 0` value
+ * (status codes with `_SUCCESS = 0`) and end with a `_LAST` sentinel; values are only appended.
+ * Structs that cross the boundary start with `uint64_t size` and only grow at the end.
+ */
+#ifndef KREPLAY_FWD_H_
+#define KREPLAY_FWD_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define KREPLAY_EXTERN_C_BEGIN extern "C" {
+#define KREPLAY_EXTERN_C_END }
+#else
+#define KREPLAY_EXTERN_C_BEGIN
+#define KREPLAY_EXTERN_C_END
+#endif
+
+#if defined(KREPLAY_BUILDING_SDK)
+#define KREPLAY_API __attribute__((visibility("default")))
+#else
+#define KREPLAY_API
+#endif
+
+/** Size of a struct up to and including @p member (the CUPTI way of versioning structs). */
+#define KREPLAY_STRUCT_SIZE(type, member) \
+  (offsetof(type, member) + sizeof(((type*)0)->member)) /* NOLINT */
+
+KREPLAY_EXTERN_C_BEGIN
+
+/** @brief Status returned by every function of the C API. */
+typedef enum kreplay_status_t {
+  KREPLAY_STATUS_SUCCESS = 0,                  ///< the call did what it says
+  KREPLAY_STATUS_ERROR,                        ///< unspecified failure
+  KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,       ///< an argument is NULL, out of range or malformed
+  KREPLAY_STATUS_ERROR_CONTEXT_NOT_FOUND,      ///< the context id names no context
+  KREPLAY_STATUS_ERROR_CONTEXT_ERROR,          ///< context control outside the window that allows it
+  KREPLAY_STATUS_ERROR_CONTEXT_NOT_STARTED,    ///< the context was not active when the replay began
+  KREPLAY_STATUS_ERROR_CONTEXT_INVALID,        ///< the context's configuration cannot be started
+  KREPLAY_STATUS_ERROR_SERVICE_ALREADY_CONFIGURED,  ///< a service that allows one subscriber has one
+  KREPLAY_STATUS_ERROR_CONFIGURATION_LOCKED,   ///< services are configured only during initialize
+  KREPLAY_STATUS_ERROR_KIND_NOT_FOUND,         ///< unknown callback tracing kind
+  KREPLAY_STATUS_ERROR_OPERATION_NOT_FOUND,    ///< unknown operation of a tracing kind
+  KREPLAY_STATUS_ERROR_AGENT_NOT_FOUND,        ///< the agent id or index names no agent
+  KREPLAY_STATUS_ERROR_COUNTER_NOT_FOUND,      ///< a counter name or id is unknown on the agent
+  KREPLAY_STATUS_ERROR_EXCEEDS_HW_LIMIT,       ///< a counter group does not fit the hardware
+  KREPLAY_STATUS_ERROR_CONFIG_NOT_FOUND,       ///< the counter config id names no config
+  KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI,       ///< a struct's size is smaller than its first version
+  KREPLAY_STATUS_ERROR_NOT_AVAILABLE,          ///< the feature is not available on this agent/backend
+  KREPLAY_STATUS_ERROR_NOT_INITIALIZED,        ///< the SDK is not initialized yet
+  KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,       ///< memory or another resource ran out
+  KREPLAY_STATUS_ERROR_INTERNAL,               ///< a bug in kreplay; an exception was caught
+  KREPLAY_STATUS_LAST,
+} kreplay_status_t;
+
+/** @brief Phase of a callback: before (ENTER) or after (EXIT) the operation. */
+typedef enum kreplay_callback_phase_t {
+  KREPLAY_CALLBACK_PHASE_NONE = 0,
+  KREPLAY_CALLBACK_PHASE_ENTER,
+  KREPLAY_CALLBACK_PHASE_EXIT,
+  KREPLAY_CALLBACK_PHASE_LAST,
+} kreplay_callback_phase_t;
+
+/** @brief Domains of the callback tracing service. */
+typedef enum kreplay_callback_tracing_kind_t {
+  KREPLAY_CALLBACK_TRACING_NONE = 0,
+  KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH,    ///< ENTER/EXIT around every executed pass
+  KREPLAY_CALLBACK_TRACING_CODE_OBJECT,        ///< module loads and kernel symbol registration
+  KREPLAY_CALLBACK_TRACING_MEMORY_ALLOCATION,  ///< device memory allocation and free
+  KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY,      ///< the replay loop: CONFIG and PASS
+  KREPLAY_CALLBACK_TRACING_LAST,
+} kreplay_callback_tracing_kind_t;
+
+/** @brief Operations of KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH. */
+typedef enum kreplay_kernel_dispatch_operation_t {
+  KREPLAY_KERNEL_DISPATCH_NONE = 0,
+  KREPLAY_KERNEL_DISPATCH_EXECUTE,  ///< one execution of a dispatch (one pass)
+  KREPLAY_KERNEL_DISPATCH_LAST,
+} kreplay_kernel_dispatch_operation_t;
+
+/** @brief Operations of KREPLAY_CALLBACK_TRACING_CODE_OBJECT. */
+typedef enum kreplay_code_object_operation_t {
+  KREPLAY_CODE_OBJECT_NONE = 0,
+  KREPLAY_CODE_OBJECT_LOAD,                    ///< a module was loaded (ENTER) / unloaded (EXIT)
+  KREPLAY_CODE_OBJECT_KERNEL_SYMBOL_REGISTER,  ///< a kernel became known (ENTER) / went away (EXIT)
+  KREPLAY_CODE_OBJECT_LAST,
+} kreplay_code_object_operation_t;
+
+/** @brief Operations of KREPLAY_CALLBACK_TRACING_MEMORY_ALLOCATION. */
+typedef enum kreplay_memory_allocation_operation_t {
+  KREPLAY_MEMORY_ALLOCATION_NONE = 0,
+  KREPLAY_MEMORY_ALLOCATION_ALLOCATE,  ///< memory became tracked
+  KREPLAY_MEMORY_ALLOCATION_FREE,      ///< memory is about to go away
+  KREPLAY_MEMORY_ALLOCATION_LAST,
+} kreplay_memory_allocation_operation_t;
+
+/** @brief Operations of KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY. */
+typedef enum kreplay_kernel_replay_operation_t {
+  KREPLAY_KERNEL_REPLAY_NONE = 0,
+  KREPLAY_KERNEL_REPLAY_CONFIG = 1,  ///< pass-count / loop configuration, once per dispatch
+  KREPLAY_KERNEL_REPLAY_PASS,        ///< begin (ENTER) and end (EXIT) of every executed pass
+  KREPLAY_KERNEL_REPLAY_SNAPSHOT,    ///< reserved: never delivered yet
+  KREPLAY_KERNEL_REPLAY_RESTORE,     ///< reserved: never delivered yet
+  KREPLAY_KERNEL_REPLAY_LAST,
+} kreplay_kernel_replay_operation_t;
+
+/** @brief What became of a dispatch that reached the replay engine. */
+typedef enum kreplay_replay_outcome_t {
+  KREPLAY_REPLAY_OUTCOME_NONE = 0,
+  KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED,  ///< the tool asked for no replay (NULL count, 1 pass)
+  KREPLAY_REPLAY_OUTCOME_REPLAYED,       ///< the pass loop ran
+  KREPLAY_REPLAY_OUTCOME_DECLINED,       ///< replay was asked for but could not be done safely
+  KREPLAY_REPLAY_OUTCOME_LAST,
+} kreplay_replay_outcome_t;
+
+/** @brief Why a dispatch was declined (or why the loop ended before its plan). */
+typedef enum kreplay_decline_reason_t {
+  KREPLAY_DECLINE_REASON_NONE = 0,
+  KREPLAY_DECLINE_REASON_INVALID_PLAN,        ///< pass count 0 without a continue callback
+  KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE,  ///< neither device nor pinned host storage fits
+  KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT,       ///< earlier work on the device did not finish
+  KREPLAY_DECLINE_REASON_REENTRANT_LAUNCH,    ///< launched from inside a replay window
+  KREPLAY_DECLINE_REASON_STREAM_CAPTURE,      ///< the stream is being captured into a graph
+  KREPLAY_DECLINE_REASON_GRAPH_LAUNCH,        ///< kernels launched as part of a graph
+  KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY,    ///< memory the launch may write is not tracked
+  KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED,     ///< a copy into snapshot storage failed
+  KREPLAY_DECLINE_REASON_LAUNCH_FAILED,       ///< the launch itself failed; no further passes
+  KREPLAY_DECLINE_REASON_PASS_TIMEOUT,        ///< a pass did not complete in time
+  KREPLAY_DECLINE_REASON_LAST,
+} kreplay_decline_reason_t;
+
+/** @brief Snapshot scope: which tracked memory a replay saves and restores. */
+typedef enum kreplay_snapshot_scope_t {
+  KREPLAY_SNAPSHOT_SCOPE_NONE = 0,
+  KREPLAY_SNAPSHOT_SCOPE_ALL,   ///< every tracked region of the dispatch's device (default)
+  KREPLAY_SNAPSHOT_SCOPE_ARGS,  ///< regions the launch's argument bytes point into
+  KREPLAY_SNAPSHOT_SCOPE_LAST,
+} kreplay_snapshot_scope_t;
+
+/** @brief Kind of agent (device) a dispatch runs on. */
+typedef enum kreplay_agent_type_t {
+  KREPLAY_AGENT_TYPE_NONE = 0,
+  KREPLAY_AGENT_TYPE_HOST_DEVICE,  ///< the GPU-free host device (tests, CI)
+  KREPLAY_AGENT_TYPE_CUDA_GPU,     ///< an NVIDIA GPU driven through CUDA and CUPTI
+  KREPLAY_AGENT_TYPE_LAST,
+} kreplay_agent_type_t;
+
+/** @brief Kind of tracked memory. */
+typedef enum kreplay_memory_kind_t {
+  KREPLAY_MEMORY_KIND_NONE = 0,
+  KREPLAY_MEMORY_KIND_DEVICE,         ///< plain device allocation
+  KREPLAY_MEMORY_KIND_POOL,           ///< stream-ordered pool allocation
+  KREPLAY_MEMORY_KIND_VIRTUAL,        ///< physical allocation mapped through VMM
+  KREPLAY_MEMORY_KIND_MANAGED,        ///< managed (unified) memory
+  KREPLAY_MEMORY_KIND_HOST_MAPPED,    ///< pinned host memory mapped into the device
+  KREPLAY_MEMORY_KIND_MODULE_GLOBAL,  ///< module-scope variable
+  KREPLAY_MEMORY_KIND_LAST,
+} kreplay_memory_kind_t;
+
+/** @brief Data type of a counter's value. */
+typedef enum kreplay_counter_value_type_t {
+  KREPLAY_COUNTER_VALUE_TYPE_NONE = 0,
+  KREPLAY_COUNTER_VALUE_TYPE_COUNT,       ///< an event count (sum over the launch)
+  KREPLAY_COUNTER_VALUE_TYPE_RATIO,       ///< a ratio or percentage
+  KREPLAY_COUNTER_VALUE_TYPE_THROUGHPUT,  ///< a fraction of a peak rate
+  KREPLAY_COUNTER_VALUE_TYPE_LAST,
+} kreplay_counter_value_type_t;
+
+/** @brief Opaque handle of a context. Handle 0 is never valid. */
+typedef struct kreplay_context_id_t {
+  uint64_t handle;
+} kreplay_context_id_t;
+
+/** @brief Opaque handle of an agent (device). */
+typedef struct kreplay_agent_id_t {
+  uint64_t handle;
+} kreplay_agent_id_t;
+
+/** @brief Opaque handle of a stream. */
+typedef struct kreplay_stream_id_t {
+  uint64_t handle;
+} kreplay_stream_id_t;
+
+/** @brief Opaque handle of a counter on an agent. */
+typedef struct kreplay_counter_id_t {
+  uint64_t handle;
+} kreplay_counter_id_t;
+
+/** @brief Opaque handle of a counter configuration (a set of counters on one agent). */
+typedef struct kreplay_counter_config_id_t {
+  uint64_t handle;
+} kreplay_counter_config_id_t;
+
+/** @brief Identifies a tool loaded into the process. */
+typedef struct kreplay_client_id_t {
+  const char* name;  ///< set by the tool during kreplay_configure; may stay NULL
+  uint32_t handle;   ///< assigned by the SDK
+} kreplay_client_id_t;
+
+/** @brief A tool's per-callback storage. */
+typedef union kreplay_user_data_t {
+  uint64_t value;
+  void* ptr;
+} kreplay_user_data_t;
+
+/** @brief Three-dimensional size (grid in blocks, block in threads, cluster in blocks). */
+typedef struct kreplay_dim3_t {
+  uint32_t x;
+  uint32_t y;
+  uint32_t z;
+} kreplay_dim3_t;
+
+/** @brief Correlation ids of an API call; equal on every pass of a replayed dispatch. */
+typedef struct kreplay_correlation_id_t {
+  uint64_t internal;             ///< assigned by the SDK, unique per logical API call
+  kreplay_user_data_t external;  ///< reserved for tool-provided correlation
+} kreplay_correlation_id_t;
+
+/** @brief Timestamp in nanoseconds (CLOCK_MONOTONIC on the host device). */
+typedef uint64_t kreplay_timestamp_t;
+
+/**
+ * @brief What the SDK knows about one logical kernel dispatch.
+ *
+ * The same dispatch_id is reserved before CONFIG and carried by every pass and by a declined
+ * single run. Name strings stay valid until the process ends.
+ */
+typedef struct kreplay_kernel_dispatch_info_t {
+  uint64_t size;                  ///< sizeof this struct as the SDK filled it
+  kreplay_agent_id_t agent_id;    ///< device the launch runs on
+  kreplay_stream_id_t stream_id;  ///< stream (queue) of the launch
+  uint64_t dispatch_id;           ///< one per logical launch, never 0
+  uint64_t kernel_id;             ///< the kernel symbol (see CODE_OBJECT)
+  const char* kernel_name;        ///< demangled name
+  const char* mangled_name;       ///< name as in the binary
+  kreplay_dim3_t grid_size;       ///< blocks per grid
+  kreplay_dim3_t block_size;      ///< threads per block
+  kreplay_dim3_t cluster_size;    ///< blocks per cluster ({1,1,1} or {0,0,0} when none)
+  uint32_t dynamic_shared_memory_bytes;  ///< shared memory requested at launch
+  uint32_t static_shared_memory_bytes;   ///< shared memory the kernel declares
+  uint32_t registers_per_thread;         ///< registers the kernel uses
+  uint32_t flags;                        ///< KREPLAY_DISPATCH_FLAG_* bits
+} kreplay_kernel_dispatch_info_t;
+
+/** Bits of kreplay_kernel_dispatch_info_t::flags. */
+#define KREPLAY_DISPATCH_FLAG_COOPERATIVE 0x1u  ///< cooperative launch
+#define KREPLAY_DISPATCH_FLAG_GRAPH 0x2u        ///< launched by a graph
+#define KREPLAY_DISPATCH_FLAG_CAPTURED 0x4u     ///< issued into a stream under capture
+
+KREPLAY_EXTERN_C_END
+
+#endif  // KREPLAY_FWD_H_

@@ -1,0 +1,147 @@
+/**
+ * @file kernel_replay.h
+ * @brief The KERNEL_REPLAY callback domain: replay one kernel launch several times.
+ *
+ * A tool subscribes with kreplay_configure_callback_tracing_service(ctx,
+ * KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY, NULL, 0, cb, args) during initialize and drives the loop
+ * from its callbacks. For every logical launch the SDK:
+ *
+ *  1. reserves one dispatch id, used by CONFIG, by every pass and by a declined single run;
+ *  2. fires CONFIG ENTER, where the tool may set `replay_pass_count`, `replay_continue` and write
+ *     `*user_data`, and then calls `replay_pass_count(dispatch_info, user_data)` once:
+ *
+ *     | replay_pass_count | replay_continue | behaviour                                          |
+ *     |-------------------|-----------------|----------------------------------------------------|
+ *     | NULL              | ignored         | not replayed: runs once, no snapshot, no PASS      |
+ *     | returns 1         | ignored         | not replayed                                       |
+ *     | returns N > 1     | NULL            | exactly N passes                                   |
+ *     | returns N > 1     | set             | up to N; continue may end early, never extend;     |
+ *     |                   |                 | not asked after pass N-1                           |
+ *     | returns 0         | set             | indefinite: continue asked after every pass;       |
+ *     |                   |                 | total_passes reported as 0                         |
+ *     | returns 0         | NULL            | rejected with a warning; not replayed              |
+ *
+ *  3. drains the device, snapshots tracked memory, then per pass: PASS ENTER (the tool may call
+ *     replay_start_context / replay_stop_context), the launch, completion and delivery of every
+ *     record of the pass, PASS EXIT, the continue decision, and a restore if another pass follows.
+ *     The last executed pass is not restored: the application sees the memory its launch produced
+ *     and observes exactly one completion.
+ *  4. fires CONFIG EXIT with `outcome` set. A dispatch that is not replayed, or is declined, gets
+ *     CONFIG EXIT before its single run; a replayed one after its last pass.
+ *
+ * Pass 0 is the application's own launch. All callbacks of one dispatch run synchronously on the
+ * launching thread, so a tool may keep the current pass in thread-local storage between PASS ENTER
+ * and EXIT and read it from its other services' callbacks.
+ *
+ * One `kreplay_user_data_t` lives for the whole sequence: the value written during CONFIG ENTER is
+ * handed to replay_pass_count, to replay_continue and (as a copy) to every PASS callback. Keep
+ * mutable per-dispatch state behind `user_data.ptr`.
+ */
+#ifndef KREPLAY_KERNEL_REPLAY_H_
+#define KREPLAY_KERNEL_REPLAY_H_
+
+#include "kreplay/callback_tracing.h"
+#include "kreplay/fwd.h"
+
+KREPLAY_EXTERN_C_BEGIN
+
+/**
+ * @brief Set by the tool in CONFIG ENTER; called once per dispatch after CONFIG ENTER returns.
+ * @return number of passes: 0 = indefinite (needs replay_continue), 1 = no replay, N > 1 = up to N
+ */
+typedef uint64_t (*kreplay_kernel_replay_pass_count_cb_t)(
+    kreplay_kernel_dispatch_info_t dispatch_info, kreplay_user_data_t user_data);
+
+/**
+ * @brief Set by the tool in CONFIG ENTER; asked after a pass (and after its PASS EXIT) whether
+ * another pass follows. Never asked after the last pass of a fixed loop.
+ * @param current_pass the pass that just ended (0-based)
+ * @param total_passes the plan's pass count, 0 when indefinite
+ * @return non-zero to run another pass, 0 to stop
+ */
+typedef int (*kreplay_kernel_replay_continue_cb_t)(kreplay_kernel_dispatch_info_t dispatch_info,
+                                                   uint64_t current_pass, uint64_t total_passes,
+                                                   kreplay_user_data_t user_data);
+
+/**
+ * @brief Local context control, handed to the tool in the PASS payload.
+ *
+ * Legal only during PASS ENTER, only for a context that was active when the loop began; the change
+ * sticks for later passes of the same loop and is gone when the loop ends. Global context state is
+ * never touched.
+ * @retval KREPLAY_STATUS_SUCCESS the context is (un)masked for this and later passes
+ * @retval KREPLAY_STATUS_ERROR_CONTEXT_ERROR called outside PASS ENTER
+ * @retval KREPLAY_STATUS_ERROR_CONTEXT_NOT_STARTED the context was not active when the loop began
+ * @retval KREPLAY_STATUS_ERROR_CONTEXT_NOT_FOUND no such context
+ */
+typedef kreplay_status_t (*kreplay_kernel_replay_context_cb_t)(kreplay_context_id_t context_id);
+
+/** @brief What became of one dispatch: delivered in CONFIG EXIT. */
+typedef struct kreplay_replay_outcome_record_t {
+  uint64_t size;                       ///< sizeof as filled
+  uint64_t dispatch_id;                ///< the logical dispatch
+  kreplay_agent_id_t agent_id;         ///< its device
+  kreplay_replay_outcome_t outcome;    ///< not requested, replayed or declined
+  kreplay_decline_reason_t reason;     ///< why declined (or why a loop stopped early by failure)
+  uint64_t passes_requested;           ///< plan's pass count (0 = indefinite)
+  uint64_t passes_executed;            ///< passes that ran, the application's own included
+  uint64_t bytes_snapshotted;          ///< bytes copied into snapshot storage
+  uint64_t bytes_restored;             ///< bytes copied back, summed over all restores
+  uint64_t regions;                    ///< tracked regions in the snapshot
+  uint64_t device_storage_bytes;       ///< snapshot bytes kept in device memory
+  uint64_t host_storage_bytes;         ///< snapshot bytes kept in pinned host memory
+  kreplay_snapshot_scope_t scope;      ///< ALL or ARGS
+  uint64_t snapshot_ns;                ///< time spent draining and snapshotting
+  uint64_t restore_ns;                 ///< time spent restoring, summed
+} kreplay_replay_outcome_record_t;
+
+/**
+ * @brief Payload of KERNEL_REPLAY. One flat struct for both operations.
+ *
+ * During CONFIG the pass fields are zero; during PASS the config callback pointers are NULL and
+ * must not be set.
+ */
+typedef struct kreplay_callback_tracing_kernel_replay_data_t {
+  uint64_t size;                                 ///< sizeof as filled
+  kreplay_kernel_dispatch_info_t dispatch_info;  ///< always set by the SDK
+
+  /* [CONFIG ENTER] set by the tool */
+  kreplay_kernel_replay_pass_count_cb_t replay_pass_count;
+  kreplay_kernel_replay_continue_cb_t replay_continue;
+
+  /* [PASS] read-only, set by the SDK */
+  uint64_t current_pass;  ///< 0-based
+  uint64_t total_passes;  ///< 0 for an indefinite loop
+
+  /* [PASS ENTER] set by the SDK; the tool may call them */
+  kreplay_kernel_replay_context_cb_t replay_start_context;
+  kreplay_kernel_replay_context_cb_t replay_stop_context;
+
+  /* [CONFIG EXIT] set by the SDK */
+  const kreplay_replay_outcome_record_t* outcome;
+} kreplay_callback_tracing_kernel_replay_data_t;
+
+/** @brief Process-wide replay settings (set during initialize). */
+typedef struct kreplay_kernel_replay_options_t {
+  uint64_t size;                           ///< sizeof the caller's struct
+  kreplay_snapshot_scope_t snapshot_scope; ///< ALL (default) or ARGS; NONE keeps the current
+  uint64_t max_snapshot_bytes;  ///< decline above this many bytes; 0 = storage capacity only
+  uint64_t drain_timeout_ms;    ///< decline if earlier work does not finish; 0 = default (60 s)
+  int verify_restore;           ///< non-zero: find changed chunks after every pass, not only
+                                ///< after the first (slower; for kernels whose writes vary)
+} kreplay_kernel_replay_options_t;
+
+/**
+ * @brief Change replay settings. The environment (KREPLAY_REPLAY_MEMORY=all|args) sets the
+ * defaults; this call overrides them.
+ * @retval KREPLAY_STATUS_SUCCESS applied
+ * @retval KREPLAY_STATUS_ERROR_CONFIGURATION_LOCKED called outside a tool's initialize
+ * @retval KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI options->size too small
+ * @retval KREPLAY_STATUS_ERROR_INVALID_ARGUMENT NULL or an out-of-range enum
+ */
+KREPLAY_API kreplay_status_t kreplay_configure_kernel_replay_options(
+    const kreplay_kernel_replay_options_t* options);
+
+KREPLAY_EXTERN_C_END
+
+#endif  // KREPLAY_KERNEL_REPLAY_H_

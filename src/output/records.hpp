@@ -1,0 +1,139 @@
+// The records the profiler tool hands to output writers. Plain data, no behaviour.
+//
+// Order of arrival, per logical dispatch: its kernel (once), then per executed pass its counter
+// records and its pass record, then the dispatch record (after the last pass). Devices come before
+// anything that names them. Timestamps are nanoseconds in the SDK's domain (CLOCK_MONOTONIC).
+//
+// `app_pass` is the application-replay pass (1..N) when kreplay runs the application once per
+// counter group (--replay-mode application), and 0 otherwise. `replay_pass` is the kernel-replay
+// pass inside one logical dispatch (0-based).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kreplay::output {
+
+/// Version of every output format's schema; bump on any incompatible change.
+inline constexpr int kSchemaVersion = 1;
+
+struct RunInfo {
+  std::string kreplay_version;             // "0.1.0"
+  std::vector<std::string> command;        // application argv
+  std::string hostname;
+  uint64_t pid = 0;
+  uint64_t start_ns = 0;                   // SDK clock
+  int64_t start_unix_ns = 0;               // wall clock at start_ns, for humans
+  std::string replay_mode;                 // "kernel", "application", "range"
+  uint32_t app_pass = 0;                   // see header comment
+  uint32_t app_pass_count = 0;             // N when app_pass > 0
+  std::vector<std::string> counter_names;  // every counter the run collects, in request order
+  std::map<std::string, std::string> environment;  // KREPLAY_*, CUDA_* and other relevant vars
+  std::map<std::string, std::string> options;      // effective options, for the record
+};
+
+struct DeviceRecord {
+  uint64_t agent_id = 0;
+  std::string type;  // "host" or "cuda"
+  uint32_t device_index = 0;
+  std::string name;
+  std::string chip;
+  std::string uuid;
+  uint64_t memory_bytes = 0;
+  uint32_t multiprocessor_count = 0;
+  uint32_t cc_major = 0, cc_minor = 0;
+};
+
+struct KernelRecord {
+  uint64_t kernel_id = 0;
+  uint64_t agent_id = 0;
+  uint64_t code_object_id = 0;
+  std::string mangled_name;
+  std::string demangled_name;
+};
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
+struct DispatchRecord {
+  uint64_t dispatch_id = 0;
+  uint64_t agent_id = 0;
+  uint64_t stream_id = 0;
+  uint64_t kernel_id = 0;
+  uint64_t correlation_id = 0;
+  uint64_t thread_id = 0;
+  Dim3 grid, block, cluster;
+  uint32_t dynamic_shared_bytes = 0;
+  uint32_t static_shared_bytes = 0;
+  uint32_t registers = 0;
+  std::string outcome;  // "replayed", "declined", "not_requested"
+  std::string reason;   // "" or a decline reason: "snapshot_too_large", ...
+  uint64_t passes_requested = 0;  // 0 = indefinite
+  uint64_t passes_executed = 0;
+  uint64_t bytes_snapshotted = 0;
+  uint64_t bytes_restored = 0;
+  uint64_t snapshot_ns = 0;   // duration
+  uint64_t restore_ns = 0;    // duration, summed over restores
+  uint64_t start_ns = 0;      // first pass start
+  uint64_t end_ns = 0;        // last pass end
+  uint32_t app_pass = 0;
+};
+
+struct PassRecord {
+  uint64_t dispatch_id = 0;
+  uint64_t replay_pass = 0;
+  uint64_t agent_id = 0;
+  uint64_t stream_id = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t app_pass = 0;
+};
+
+struct CounterRecord {
+  uint64_t dispatch_id = 0;
+  uint64_t replay_pass = 0;
+  uint64_t agent_id = 0;
+  uint64_t kernel_id = 0;
+  std::string name;
+  double value = 0.0;
+  uint32_t app_pass = 0;
+};
+
+struct AllocationRecord {
+  uint64_t agent_id = 0;
+  std::string operation;  // "alloc" or "free"
+  std::string kind;       // "device", "pool", "virtual", "managed", "host_mapped", "module_global"
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t timestamp_ns = 0;
+  uint32_t app_pass = 0;
+};
+
+/// A snapshot or restore interval inside a replay window (for timelines).
+struct ReplayPhaseRecord {
+  uint64_t dispatch_id = 0;
+  uint64_t agent_id = 0;
+  uint64_t stream_id = 0;
+  std::string phase;        // "snapshot" or "restore"
+  uint64_t after_pass = 0;  // for "restore": the pass it follows
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t bytes = 0;
+  uint32_t app_pass = 0;
+};
+
+struct RunSummary {
+  uint64_t end_ns = 0;
+  int exit_code = 0;         // application's exit status (128+signal when killed)
+  uint64_t launches = 0;     // logical launches seen
+  uint64_t replayed = 0;
+  uint64_t declined = 0;
+  uint64_t not_selected = 0;  // filtered out at CONFIG
+  uint64_t passes = 0;        // executed passes, all dispatches
+  std::map<std::string, uint64_t> declined_by_reason;
+};
+
+}  // namespace kreplay::output
