@@ -76,6 +76,23 @@ typedef int (*kreplay_kernel_replay_continue_cb_t)(kreplay_kernel_dispatch_info_
  */
 typedef kreplay_status_t (*kreplay_kernel_replay_context_cb_t)(kreplay_context_id_t context_id);
 
+/** @brief Kind of a timed interval inside a replay window. */
+typedef enum kreplay_replay_interval_kind_t {
+  KREPLAY_REPLAY_INTERVAL_NONE = 0,
+  KREPLAY_REPLAY_INTERVAL_SNAPSHOT,  ///< drain and snapshot before pass 0
+  KREPLAY_REPLAY_INTERVAL_RESTORE,   ///< restore before the pass after `after_pass`
+  KREPLAY_REPLAY_INTERVAL_LAST,
+} kreplay_replay_interval_kind_t;
+
+/** @brief One timed snapshot or restore of a replay window (for timelines). */
+typedef struct kreplay_replay_interval_t {
+  kreplay_replay_interval_kind_t kind;
+  uint64_t after_pass;             ///< RESTORE: the pass it follows
+  kreplay_timestamp_t start_timestamp;
+  kreplay_timestamp_t end_timestamp;
+  uint64_t bytes;                  ///< bytes copied
+} kreplay_replay_interval_t;
+
 /** @brief What became of one dispatch: delivered in CONFIG EXIT. */
 typedef struct kreplay_replay_outcome_record_t {
   uint64_t size;                       ///< sizeof as filled
@@ -93,6 +110,8 @@ typedef struct kreplay_replay_outcome_record_t {
   kreplay_snapshot_scope_t scope;      ///< ALL or ARGS
   uint64_t snapshot_ns;                ///< time spent draining and snapshotting
   uint64_t restore_ns;                 ///< time spent restoring, summed
+  const kreplay_replay_interval_t* intervals;  ///< snapshot and restores, in order
+  uint64_t interval_count;             ///< entries in intervals
 } kreplay_replay_outcome_record_t;
 
 /**

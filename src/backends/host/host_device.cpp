@@ -1,0 +1,388 @@
+#include "backends/host/host_device.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include "common/util.hpp"
+
+namespace kreplay::hostrt {
+namespace {
+
+constexpr uint64_t kStorageAlign = 256;
+
+struct CounterSpec {
+  const char* name;
+  const char* description;
+  const char* unit;
+};
+
+constexpr CounterSpec kCounters[] = {
+    {"threads_launched", "Threads in the launch's grid (grid size times block size).", "threads"},
+    {"blocks_launched", "Blocks in the launch's grid.", "blocks"},
+    {"bytes_written", "Bytes the kernel stored through ThreadContext::store/atomic_add.", "bytes"},
+    {"bytes_read", "Bytes the kernel loaded through ThreadContext::load/atomic_add.", "bytes"},
+    {"ops", "Operations the kernel counted with ThreadContext::count_ops.", "ops"},
+    {"launches", "Executions of the kernel (1 per executed pass).", "launches"},
+    {"duration_ns", "Wall time the execution took on the worker thread.", "ns"},
+};
+
+// 64-bit digest of a byte range (FNV-1a over 8-byte words, then the tail).
+uint64_t digest(const std::byte* p, uint64_t n) {
+  uint64_t h = 1469598103934665603ull;
+  uint64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w = 0;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 1099511628211ull;
+  }
+  for (; i < n; ++i) h = (h ^ static_cast<uint64_t>(p[i])) * 1099511628211ull;
+  return h ^ n;
+}
+
+}  // namespace
+
+// Runs a kernel function over the grid on the calling (worker) thread.
+class Executor {
+ public:
+  static void run(KernelFn fn, ThreadContext& ctx, const std::byte* args, const uint32_t* offsets,
+                  ExecRecord& rec) {
+    ctx.args_ = args;
+    ctx.offsets_ = offsets;
+    const Dim3 g = ctx.grid_dim, b = ctx.block_dim;
+    for (uint32_t bz = 0; bz < g.z; ++bz)
+      for (uint32_t by = 0; by < g.y; ++by)
+        for (uint32_t bx = 0; bx < g.x; ++bx)
+          for (uint32_t tz = 0; tz < b.z; ++tz)
+            for (uint32_t ty = 0; ty < b.y; ++ty)
+              for (uint32_t tx = 0; tx < b.x; ++tx) {
+                ctx.block_idx = {bx, by, bz};
+                ctx.thread_idx = {tx, ty, tz};
+                fn(ctx);
+              }
+    rec.blocks = uint64_t{g.x} * g.y * g.z;
+    rec.threads = rec.blocks * b.x * b.y * b.z;
+    rec.bytes_read = ctx.bytes_read_;
+    rec.bytes_written = ctx.bytes_written_;
+    rec.ops = ctx.ops_;
+  }
+};
+
+uint64_t ThreadContext::global_thread_id() const {
+  uint64_t block = (uint64_t{block_idx.z} * grid_dim.y + block_idx.y) * grid_dim.x + block_idx.x;
+  uint64_t per_block = uint64_t{block_dim.x} * block_dim.y * block_dim.z;
+  uint64_t thread = (uint64_t{thread_idx.z} * block_dim.y + thread_idx.y) * block_dim.x + thread_idx.x;
+  return block * per_block + thread;
+}
+
+void ExecRecord::finish() {
+  std::lock_guard lock(mu);
+  done = true;
+  cv.notify_all();
+}
+
+bool ExecRecord::wait(uint64_t timeout_ms) {
+  std::unique_lock lock(mu);
+  return cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done; });
+}
+
+HostStream::HostStream(int device, Stream id) : device_(device), id_(id) {
+  worker_ = std::thread([this] { run(); });
+}
+
+HostStream::~HostStream() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void HostStream::enqueue(std::function<void()> work) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(work));
+  }
+  cv_.notify_one();
+}
+
+bool HostStream::wait_idle(uint64_t timeout_ms) {
+  std::unique_lock lock(mu_);
+  return idle_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                           [this] { return queue_.empty() && !busy_; });
+}
+
+void HostStream::run() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty() && stop_) return;
+    auto work = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    work();
+    lock.lock();
+    busy_ = false;
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+}
+
+HostDevice::HostDevice(int index, const Config& config)
+    : capacity_(config.memory_bytes),
+      pinned_capacity_(config.pinned_bytes),
+      counters_per_pass_(config.counters_per_pass) {
+  desc_.type = KREPLAY_AGENT_TYPE_HOST_DEVICE;
+  desc_.device_index = static_cast<uint32_t>(index);
+  desc_.name = fmt::format("kreplay host device {}", index);
+  desc_.chip = "HOSTDEV";
+  desc_.uuid = fmt::format("HOST-{:08x}", index);
+  desc_.memory_bytes = config.memory_bytes;
+  desc_.multiprocessor_count = 1;
+  desc_.counters_per_pass = config.counters_per_pass;
+}
+
+bool HostDevice::reserve(uint64_t bytes) {
+  uint64_t cur = used_.load();
+  while (true) {
+    if (cur + bytes > capacity_) return false;
+    if (used_.compare_exchange_weak(cur, cur + bytes)) return true;
+  }
+}
+
+void HostDevice::unreserve(uint64_t bytes) { used_ -= bytes; }
+
+void HostDevice::add_stream(std::shared_ptr<HostStream> s) {
+  std::lock_guard lock(streams_mu_);
+  streams_[s->id()] = std::move(s);
+}
+
+void HostDevice::remove_stream(Stream id) {
+  std::lock_guard lock(streams_mu_);
+  streams_.erase(id);
+}
+
+std::vector<std::shared_ptr<HostStream>> HostDevice::streams() {
+  std::lock_guard lock(streams_mu_);
+  std::vector<std::shared_ptr<HostStream>> out;
+  for (auto& [id, s] : streams_) out.push_back(s);
+  return out;
+}
+
+Status HostDevice::drain(uint64_t timeout_ms) {
+  uint64_t deadline = now_ns() + timeout_ms * 1000000ull;
+  for (auto& s : streams()) {
+    uint64_t now = now_ns();
+    uint64_t left_ms = now >= deadline ? 0 : (deadline - now) / 1000000ull;
+    if (!s->wait_idle(left_ms)) {
+      return Error(KREPLAY_STATUS_ERROR,
+                   fmt::format("stream {} did not become idle within {} ms", s->id(), timeout_ms));
+    }
+  }
+  return Status::Ok();
+}
+
+uint64_t HostDevice::storage_available(device::StorageTier tier) {
+  if (tier == device::StorageTier::kDevice) {
+    uint64_t used = used_.load();
+    return used >= capacity_ ? 0 : capacity_ - used;
+  }
+  uint64_t used = pinned_used_.load();
+  return used >= pinned_capacity_ ? 0 : pinned_capacity_ - used;
+}
+
+Result<device::Storage> HostDevice::allocate_storage(device::StorageTier tier, uint64_t bytes) {
+  if (tier == device::StorageTier::kDevice) {
+    if (!reserve(bytes)) return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES, "device memory full");
+  } else {
+    uint64_t cur = pinned_used_.load();
+    do {
+      if (cur + bytes > pinned_capacity_)
+        return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES, "pinned host memory full");
+    } while (!pinned_used_.compare_exchange_weak(cur, cur + bytes));
+  }
+  void* p = std::aligned_alloc(kStorageAlign, (bytes + kStorageAlign - 1) / kStorageAlign * kStorageAlign);
+  if (p == nullptr) {
+    if (tier == device::StorageTier::kDevice) unreserve(bytes); else pinned_used_ -= bytes;
+    return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES, "host allocation failed");
+  }
+  return device::Storage{reinterpret_cast<uint64_t>(p), bytes, tier, 0};
+}
+
+void HostDevice::free_storage(const device::Storage& s) {
+  std::free(reinterpret_cast<void*>(s.address));
+  if (s.tier == device::StorageTier::kDevice) unreserve(s.size); else pinned_used_ -= s.size;
+}
+
+Status HostDevice::snapshot(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                            std::span<uint64_t> digests) {
+  if (fail_next_snapshot_.exchange(false)) {
+    return Error(KREPLAY_STATUS_ERROR, "injected snapshot failure (hostrt::testing)");
+  }
+  for (const auto& r : regions) {
+    auto* live = reinterpret_cast<const std::byte*>(r.live);
+    std::memcpy(reinterpret_cast<void*>(r.storage), live, r.size);
+    uint64_t n = device::chunk_count(r.size, chunk_bytes);
+    for (uint64_t c = 0; c < n; ++c) {
+      uint64_t off = c * chunk_bytes;
+      digests[r.first_chunk + c] = digest(live + off, std::min(chunk_bytes, r.size - off));
+    }
+  }
+  return Status::Ok();
+}
+
+Status HostDevice::find_changed(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                                std::span<const uint64_t> digests, std::vector<uint64_t>* changed) {
+  for (const auto& r : regions) {
+    auto* live = reinterpret_cast<const std::byte*>(r.live);
+    uint64_t n = device::chunk_count(r.size, chunk_bytes);
+    for (uint64_t c = 0; c < n; ++c) {
+      uint64_t off = c * chunk_bytes;
+      if (digest(live + off, std::min(chunk_bytes, r.size - off)) != digests[r.first_chunk + c])
+        changed->push_back(r.first_chunk + c);
+    }
+  }
+  return Status::Ok();
+}
+
+Status HostDevice::restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                           std::span<const uint64_t> chunks) {
+  size_t ri = 0;
+  for (uint64_t chunk : chunks) {  // chunks are sorted; so are regions by first_chunk
+    while (ri + 1 < regions.size() && regions[ri + 1].first_chunk <= chunk) ++ri;
+    const auto& r = regions[ri];
+    uint64_t off = (chunk - r.first_chunk) * chunk_bytes;
+    if (off >= r.size) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "chunk outside its region");
+    std::memcpy(reinterpret_cast<void*>(r.live + off), reinterpret_cast<const void*>(r.storage + off),
+                std::min(chunk_bytes, r.size - off));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<device::CounterDesc>> HostDevice::list() {
+  std::vector<device::CounterDesc> out;
+  for (const auto& c : kCounters)
+    out.push_back({c.name, c.description, c.unit, KREPLAY_COUNTER_VALUE_TYPE_COUNT});
+  return out;
+}
+
+Result<std::shared_ptr<device::CounterSet>> HostDevice::create(const std::vector<std::string>& names) {
+  std::vector<std::string> known;
+  for (const auto& c : kCounters) known.emplace_back(c.name);
+  std::vector<std::string> unique;
+  for (const auto& n : names) {
+    if (std::find(known.begin(), known.end(), n) == known.end()) {
+      auto close = suggest(n, known);
+      return Error(KREPLAY_STATUS_ERROR_COUNTER_NOT_FOUND,
+                   close.empty()
+                       ? fmt::format("unknown counter '{}' on the host device; list them with "
+                                     "--list-avail",
+                                     n)
+                       : fmt::format("unknown counter '{}' on the host device; did you mean {}?", n,
+                                     join_or(close)));
+    }
+    if (std::find(unique.begin(), unique.end(), n) == unique.end()) unique.push_back(n);
+  }
+  if (unique.size() > counters_per_pass_) {
+    return Error(KREPLAY_STATUS_ERROR_EXCEEDS_HW_LIMIT,
+                 fmt::format("counter group [{}] needs {} counters but the host device collects {} "
+                             "per pass; split it into groups of at most {}",
+                             fmt::join(unique, ", "), unique.size(), counters_per_pass_,
+                             counters_per_pass_));
+  }
+  return std::shared_ptr<device::CounterSet>(std::make_shared<HostCounterSet>(std::move(unique)));
+}
+
+Status HostDevice::begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) {
+  auto* hl = dynamic_cast<HostLaunch*>(&launch);
+  if (hl == nullptr) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "not a host launch");
+  std::vector<std::string> all;
+  for (auto* s : sets) {
+    for (const auto& n : s->names()) {
+      if (std::find(all.begin(), all.end(), n) == all.end()) all.push_back(n);
+    }
+  }
+  if (all.size() > counters_per_pass_) {
+    return Error(KREPLAY_STATUS_ERROR_EXCEEDS_HW_LIMIT,
+                 fmt::format("the configs picked for this pass need {} counters; the host device "
+                             "collects {} per pass",
+                             all.size(), counters_per_pass_));
+  }
+  hl->armed.clear();
+  for (auto* s : sets) hl->armed.push_back(s->names());
+  return Status::Ok();
+}
+
+Result<std::vector<std::vector<device::CounterValue>>> HostDevice::end_pass(device::Launch& launch) {
+  auto* hl = dynamic_cast<HostLaunch*>(&launch);
+  if (hl == nullptr) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "not a host launch");
+  std::vector<std::vector<device::CounterValue>> out;
+  const ExecRecord* rec = hl->last.get();
+  for (const auto& names : hl->armed) {
+    auto& vals = out.emplace_back();
+    for (const auto& n : names) {
+      double v = 0;
+      if (rec != nullptr && !hl->record_only) {
+        if (n == "threads_launched") v = static_cast<double>(rec->threads);
+        else if (n == "blocks_launched") v = static_cast<double>(rec->blocks);
+        else if (n == "bytes_written") v = static_cast<double>(rec->bytes_written);
+        else if (n == "bytes_read") v = static_cast<double>(rec->bytes_read);
+        else if (n == "ops") v = static_cast<double>(rec->ops);
+        else if (n == "launches") v = 1;
+        else if (n == "duration_ns") v = static_cast<double>(rec->end_ns - rec->start_ns);
+      }
+      vals.push_back({n, v});
+    }
+  }
+  hl->armed.clear();
+  return out;
+}
+
+Status HostLaunch::submit() {
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0 ||
+      uint64_t{block.x} * block.y * block.z > 1024) {
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                 fmt::format("invalid launch configuration grid ({},{},{}) block ({},{},{})", grid.x,
+                             grid.y, grid.z, block.x, block.y, block.z));
+  }
+  auto rec = std::make_shared<ExecRecord>();
+  last = rec;
+  if (record_only) {
+    rec->finish();
+    return Status::Ok();
+  }
+  stream->enqueue([rec, fn = fn, grid = grid, block = block, args = args, offsets = offsets] {
+    rec->start_ns = now_ns();
+    ThreadContext ctx;
+    ctx.grid_dim = grid;
+    ctx.block_dim = block;
+    Executor::run(fn, ctx, args.data(), offsets.data(), *rec);
+    rec->end_ns = now_ns();
+    if (rec->end_ns == rec->start_ns) ++rec->end_ns;
+    rec->finish();
+  });
+  return Status::Ok();
+}
+
+Status HostLaunch::relaunch() { return submit(); }
+
+Status HostLaunch::wait(uint64_t timeout_ms, device::PassTiming* timing) {
+  if (!last) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "nothing was submitted");
+  if (!last->wait(timeout_ms)) {
+    return Error(KREPLAY_STATUS_ERROR,
+                 fmt::format("the launch did not complete within {} ms", timeout_ms));
+  }
+  if (timing) {
+    timing->start_ns = last->start_ns;
+    timing->end_ns = last->end_ns;
+    if (record_only) timing->start_ns = timing->end_ns = now_ns();
+  }
+  return Status::Ok();
+}
+
+}  // namespace kreplay::hostrt

@@ -1,0 +1,483 @@
+// The host device runtime (see hostrt.hpp): the application-facing half of the host backend.
+// Like the CUDA backend, it intercepts every launch and hands it to the SDK's engine:
+// enter → submit (pass 0) → exit.
+#include "backends/host/hostrt.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "backends/host/host_device.hpp"
+#include "common/env.hpp"
+#include "common/logging.hpp"
+#include "common/util.hpp"
+#include "sdk/runtime.hpp"
+
+namespace kreplay::hostrt {
+namespace {
+
+struct Allocation {
+  size_t size = 0;
+  int device = 0;
+  bool tracked = true;
+};
+
+struct KernelRec {
+  KernelDesc desc;
+  Module module = 0;
+  int device = 0;
+  uint64_t sdk_kernel_id = 0;
+  std::vector<uint32_t> offsets;
+  uint32_t arg_bytes = 0;
+  const sdk::KernelEntry* entry = nullptr;
+};
+
+struct ModuleRec {
+  int device = 0;
+  uint64_t code_object = 0;
+  std::vector<Kernel> kernels;
+  std::map<std::string, void*, std::less<>> globals;
+  bool loaded = true;
+};
+
+struct GraphNode {
+  Kernel kernel;
+  Dim3 grid, block;
+  std::vector<std::byte> args;
+};
+
+class Runtime {
+ public:
+  static Runtime& get() {
+    static Runtime* rt = new Runtime();  // NOLINT: lives for the process, like the SDK
+    return *rt;
+  }
+
+  Status init(const Config& config) {
+    std::lock_guard lock(init_mu_);
+    if (initialized_) {
+      if (config.device_count != config_.device_count || config.memory_bytes != config_.memory_bytes ||
+          config.pinned_bytes != config_.pinned_bytes ||
+          config.counters_per_pass != config_.counters_per_pass) {
+        return Error(KREPLAY_STATUS_ERROR_CONFIGURATION_LOCKED,
+                     "the host runtime is already initialized with a different configuration");
+      }
+      return Status::Ok();
+    }
+    if (config.device_count < 1 || config.device_count > 16) {
+      return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "device_count must be 1..16");
+    }
+    config_ = config;
+    auto& sdk = sdk::Runtime::get();
+    for (int i = 0; i < config.device_count; ++i) {
+      auto dev = std::make_unique<HostDevice>(i, config);
+      dev->agent = sdk.add_device(dev.get());
+      auto stream = std::make_shared<HostStream>(i, next_stream_++);
+      dev->add_stream(stream);
+      {
+        std::unique_lock slock(mu_);
+        streams_[stream->id()] = stream;
+      }
+      default_streams_.push_back(stream->id());
+      devices_.push_back(std::move(dev));
+    }
+    initialized_ = true;
+    // Tools load after the devices exist, so they can list agents and counters.
+    sdk.initialize();
+    return Status::Ok();
+  }
+
+  Status ensure() {
+    if (initialized_.load(std::memory_order_acquire)) return Status::Ok();
+    Config c;
+    c.device_count = static_cast<int>(env::get_int("KREPLAY_HOST_DEVICES", c.device_count));
+    if (auto v = env::get("KREPLAY_HOST_MEMORY")) env::parse_bytes(*v, &c.memory_bytes);
+    if (auto v = env::get("KREPLAY_HOST_PINNED")) env::parse_bytes(*v, &c.pinned_bytes);
+    c.counters_per_pass = static_cast<uint32_t>(
+        env::get_int("KREPLAY_HOST_COUNTERS_PER_PASS", c.counters_per_pass));
+    return init(c);
+  }
+
+  HostDevice* device(int index) {
+    return index >= 0 && static_cast<size_t>(index) < devices_.size() ? devices_[index].get()
+                                                                       : nullptr;
+  }
+
+  Result<HostDevice*> checked_device(int index) {
+    RETURN_IF_ERROR(ensure());
+    HostDevice* d = device(index);
+    if (d == nullptr) {
+      return Error(KREPLAY_STATUS_ERROR_AGENT_NOT_FOUND,
+                   fmt::format("no host device {} (there are {})", index, devices_.size()));
+    }
+    return d;
+  }
+
+  std::shared_ptr<HostStream> stream(Stream id) {
+    std::shared_lock lock(mu_);
+    auto it = streams_.find(id);
+    return it == streams_.end() ? nullptr : it->second;
+  }
+
+  Config config_;
+  std::mutex init_mu_;
+  std::atomic<bool> initialized_{false};
+  std::vector<std::unique_ptr<HostDevice>> devices_;
+  std::vector<Stream> default_streams_;
+
+  std::shared_mutex mu_;  // guards the maps below
+  std::unordered_map<Stream, std::shared_ptr<HostStream>> streams_;
+  std::map<uintptr_t, Allocation> allocations_;
+  std::vector<std::unique_ptr<KernelRec>> kernels_;
+  std::vector<std::unique_ptr<ModuleRec>> modules_;
+  std::vector<std::vector<GraphNode>> graphs_;
+  Stream next_stream_ = 1;
+
+ private:
+  Runtime() = default;
+};
+
+Runtime& rt() { return Runtime::get(); }
+
+constexpr size_t kAlign = 256;
+
+Result<void*> allocate(size_t bytes, int device, bool tracked) {
+  ASSIGN_OR_RETURN(HostDevice * dev, rt().checked_device(device));
+  if (bytes == 0) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "allocation of 0 bytes");
+  if (!dev->reserve(bytes)) {
+    return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,
+                 fmt::format("host device {} is out of memory ({} requested)", device,
+                             format_bytes(bytes)));
+  }
+  void* p = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+  if (p == nullptr) {
+    dev->unreserve(bytes);
+    return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES, "host allocation failed");
+  }
+  {
+    std::unique_lock lock(rt().mu_);
+    rt().allocations_[reinterpret_cast<uintptr_t>(p)] = {bytes, device, tracked};
+  }
+  if (tracked) {
+    sdk::Runtime::get().on_allocate(dev->agent, reinterpret_cast<uint64_t>(p), bytes,
+                                    KREPLAY_MEMORY_KIND_DEVICE);
+  } else {
+    dev->add_untracked(static_cast<int64_t>(bytes));
+  }
+  return p;
+}
+
+int device_of(const void* p) {
+  std::shared_lock lock(rt().mu_);
+  auto it = rt().allocations_.upper_bound(reinterpret_cast<uintptr_t>(p));
+  if (it == rt().allocations_.begin()) return 0;
+  --it;
+  return reinterpret_cast<uintptr_t>(p) < it->first + it->second.size ? it->second.device : 0;
+}
+
+}  // namespace
+
+Status init(const Config& config) { return rt().init(config); }
+Status init() { return rt().ensure(); }
+const Config& config() { return rt().config_; }
+
+Result<void*> malloc(size_t bytes, int device) { return allocate(bytes, device, true); }
+Result<void*> malloc_untracked(size_t bytes, int device) { return allocate(bytes, device, false); }
+
+Status free(void* ptr) {
+  RETURN_IF_ERROR(rt().ensure());
+  if (ptr == nullptr) return Status::Ok();
+  Allocation a;
+  {
+    std::shared_lock lock(rt().mu_);
+    auto it = rt().allocations_.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == rt().allocations_.end())
+      return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "free of a pointer hostrt did not allocate");
+    a = it->second;
+  }
+  HostDevice* dev = rt().device(a.device);
+  auto guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
+  RETURN_IF_ERROR(dev->drain(UINT32_MAX));  // like cudaFree: work using it completes first
+  if (a.tracked) {
+    sdk::Runtime::get().on_free(dev->agent, reinterpret_cast<uint64_t>(ptr));
+  } else {
+    dev->add_untracked(-static_cast<int64_t>(a.size));
+  }
+  {
+    std::unique_lock lock(rt().mu_);
+    rt().allocations_.erase(reinterpret_cast<uintptr_t>(ptr));
+  }
+  std::free(ptr);
+  dev->unreserve(a.size);
+  return Status::Ok();
+}
+
+Status memcpy(void* dst, const void* src, size_t bytes) {
+  RETURN_IF_ERROR(rt().ensure());
+  HostDevice* dev = rt().device(device_of(dst));
+  auto guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
+  RETURN_IF_ERROR(dev->drain(UINT32_MAX));
+  std::memcpy(dst, src, bytes);
+  return Status::Ok();
+}
+
+Status memset(void* dst, int value, size_t bytes) {
+  RETURN_IF_ERROR(rt().ensure());
+  HostDevice* dev = rt().device(device_of(dst));
+  auto guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
+  RETURN_IF_ERROR(dev->drain(UINT32_MAX));
+  std::memset(dst, value, bytes);
+  return Status::Ok();
+}
+
+Status memcpy_async(void* dst, const void* src, size_t bytes, Stream stream) {
+  RETURN_IF_ERROR(rt().ensure());
+  auto s = rt().stream(stream);
+  if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
+  auto guard = sdk::Runtime::get().engine().guard_memory(rt().device(s->device())->agent);
+  s->enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
+  return Status::Ok();
+}
+
+Stream default_stream(int device) {
+  if (!rt().ensure().ok() || device < 0 ||
+      static_cast<size_t>(device) >= rt().default_streams_.size())
+    return 0;
+  return rt().default_streams_[device];
+}
+
+Result<Stream> stream_create(int device) {
+  ASSIGN_OR_RETURN(HostDevice * dev, rt().checked_device(device));
+  std::shared_ptr<HostStream> s;
+  {
+    std::unique_lock lock(rt().mu_);
+    s = std::make_shared<HostStream>(device, rt().next_stream_++);
+    rt().streams_[s->id()] = s;
+  }
+  dev->add_stream(s);
+  return s->id();
+}
+
+Status stream_destroy(Stream stream) {
+  auto s = rt().stream(stream);
+  if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
+  s->wait_idle(UINT32_MAX);
+  rt().device(s->device())->remove_stream(stream);
+  std::unique_lock lock(rt().mu_);
+  rt().streams_.erase(stream);
+  return Status::Ok();
+}
+
+Status stream_synchronize(Stream stream) {
+  auto s = rt().stream(stream);
+  if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
+  s->wait_idle(UINT32_MAX);
+  return Status::Ok();
+}
+
+Status device_synchronize(int device) {
+  ASSIGN_OR_RETURN(HostDevice * dev, rt().checked_device(device));
+  return dev->drain(UINT32_MAX);
+}
+
+Status stream_begin_capture(Stream stream) {
+  auto s = rt().stream(stream);
+  if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
+  std::unique_lock lock(rt().mu_);
+  if (s->capturing) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "stream already capturing");
+  rt().graphs_.emplace_back();
+  s->capturing = true;
+  s->capture_graph = rt().graphs_.size();
+  return Status::Ok();
+}
+
+Result<Graph> stream_end_capture(Stream stream) {
+  auto s = rt().stream(stream);
+  if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
+  std::unique_lock lock(rt().mu_);
+  if (!s->capturing) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "stream is not capturing");
+  s->capturing = false;
+  Graph g = s->capture_graph;
+  s->capture_graph = 0;
+  return g;
+}
+
+Result<Module> load_module(const ModuleDesc& desc, int device) {
+  ASSIGN_OR_RETURN(HostDevice * dev, rt().checked_device(device));
+  auto& sdk = sdk::Runtime::get();
+  auto mod = std::make_unique<ModuleRec>();
+  mod->device = device;
+  mod->code_object = sdk.register_code_object(dev->agent, desc.name);
+  for (const auto& g : desc.globals) {
+    if (g.size == 0) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "global of size 0");
+    if (!dev->reserve(g.size)) return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES, "out of memory");
+    void* p = std::aligned_alloc(kAlign, (g.size + kAlign - 1) / kAlign * kAlign);
+    std::memset(p, 0, g.size);
+    std::memcpy(p, g.init.data(), std::min(g.size, g.init.size()));
+    mod->globals[g.name] = p;
+    sdk.on_allocate(dev->agent, reinterpret_cast<uint64_t>(p), g.size,
+                    KREPLAY_MEMORY_KIND_MODULE_GLOBAL);
+  }
+  std::unique_lock lock(rt().mu_);
+  Module handle = rt().modules_.size() + 1;
+  for (const auto& k : desc.kernels) {
+    if (k.fn == nullptr || k.mangled_name.empty())
+      return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "kernel without a name or function");
+    auto rec = std::make_unique<KernelRec>();
+    rec->desc = k;
+    rec->module = handle;
+    rec->device = device;
+    for (uint32_t size : k.param_sizes) {
+      uint32_t align = std::min<uint32_t>(size, 8);
+      rec->arg_bytes = (rec->arg_bytes + align - 1) / align * align;
+      rec->offsets.push_back(rec->arg_bytes);
+      rec->arg_bytes += size;
+    }
+    rec->sdk_kernel_id = sdk.register_kernel(dev->agent, mod->code_object, k.mangled_name);
+    rec->entry = sdk.kernel(rec->sdk_kernel_id);
+    rt().kernels_.push_back(std::move(rec));
+    mod->kernels.push_back(rt().kernels_.size());
+  }
+  rt().modules_.push_back(std::move(mod));
+  return handle;
+}
+
+Status unload_module(Module module) {
+  ModuleRec* m = nullptr;
+  {
+    std::shared_lock lock(rt().mu_);
+    if (module == 0 || module > rt().modules_.size() || !rt().modules_[module - 1]->loaded)
+      return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown module");
+    m = rt().modules_[module - 1].get();
+  }
+  HostDevice* dev = rt().device(m->device);
+  auto guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
+  RETURN_IF_ERROR(dev->drain(UINT32_MAX));
+  for (auto& [name, p] : m->globals) {
+    sdk::Runtime::get().on_free(dev->agent, reinterpret_cast<uint64_t>(p));
+  }
+  sdk::Runtime::get().unregister_code_object(dev->agent, m->code_object);
+  m->loaded = false;
+  return Status::Ok();
+}
+
+Result<Kernel> get_kernel(Module module, std::string_view name) {
+  std::shared_lock lock(rt().mu_);
+  if (module == 0 || module > rt().modules_.size())
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown module");
+  for (Kernel k : rt().modules_[module - 1]->kernels) {
+    const auto& rec = *rt().kernels_[k - 1];
+    if (rec.desc.mangled_name == name || rec.entry->demangled == name) return k;
+  }
+  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, fmt::format("no kernel '{}' in module", name));
+}
+
+Result<void*> get_global(Module module, std::string_view name) {
+  std::shared_lock lock(rt().mu_);
+  if (module == 0 || module > rt().modules_.size())
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown module");
+  const auto& globals = rt().modules_[module - 1]->globals;
+  auto it = globals.find(name);
+  if (it == globals.end())
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, fmt::format("no global '{}'", name));
+  return it->second;
+}
+
+namespace {
+
+Status launch_impl(Kernel kernel, Dim3 grid, Dim3 block, Stream stream, const std::byte* packed,
+                   void* const* params, uint32_t flags) {
+  RETURN_IF_ERROR(rt().ensure());
+  KernelRec* rec = nullptr;
+  {
+    std::shared_lock lock(rt().mu_);
+    if (kernel == 0 || kernel > rt().kernels_.size())
+      return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown kernel");
+    rec = rt().kernels_[kernel - 1].get();
+  }
+  auto s = rt().stream(stream);
+  if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
+  if (s->device() != rec->device)
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "stream and kernel are on different devices");
+  HostDevice* dev = rt().device(rec->device);
+
+  HostLaunch launch;
+  launch.fn = rec->desc.fn;
+  launch.grid = grid;
+  launch.block = block;
+  launch.stream = s;
+  launch.offsets = rec->offsets;
+  launch.args.resize(rec->arg_bytes);
+  if (packed != nullptr) {
+    std::memcpy(launch.args.data(), packed, rec->arg_bytes);
+  } else {
+    for (size_t i = 0; i < rec->offsets.size(); ++i) {
+      if (params == nullptr || params[i] == nullptr)
+        return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, fmt::format("parameter {} is NULL", i));
+      std::memcpy(launch.args.data() + rec->offsets[i], params[i], rec->desc.param_sizes[i]);
+    }
+  }
+  {
+    std::shared_lock lock(rt().mu_);
+    if (s->capturing) flags |= KREPLAY_DISPATCH_FLAG_CAPTURED;
+  }
+  launch.record_only = (flags & KREPLAY_DISPATCH_FLAG_CAPTURED) != 0;
+  auto& li = launch.info_;
+  li.agent.handle = dev->agent;
+  li.stream.handle = stream;
+  li.kernel_id = rec->sdk_kernel_id;
+  li.kernel_name = rec->entry->demangled.c_str();
+  li.mangled_name = rec->entry->mangled.c_str();
+  li.grid = {grid.x, grid.y, grid.z};
+  li.block = {block.x, block.y, block.z};
+  li.flags = flags;
+  li.arg_bytes = std::span<const std::byte>(launch.args.data(), launch.args.size());
+
+  auto& engine = sdk::Runtime::get().engine();
+  replay::DispatchState* st = engine.enter(launch);
+  Status submitted = launch.submit();
+  if (submitted.ok() && launch.record_only) {
+    std::unique_lock lock(rt().mu_);
+    rt().graphs_[s->capture_graph - 1].push_back({kernel, grid, block, launch.args});
+  }
+  engine.exit(st, submitted.ok());
+  return submitted;
+}
+
+}  // namespace
+
+Status launch(Kernel kernel, Dim3 grid, Dim3 block, Stream stream, void* const* params) {
+  return launch_impl(kernel, grid, block, stream, nullptr, params, 0);
+}
+
+Status graph_launch(Graph graph, Stream stream) {
+  std::vector<GraphNode> nodes;
+  {
+    std::shared_lock lock(rt().mu_);
+    if (graph == 0 || graph > rt().graphs_.size())
+      return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown graph");
+    nodes = rt().graphs_[graph - 1];
+  }
+  for (const auto& n : nodes) {
+    RETURN_IF_ERROR(launch_impl(n.kernel, n.grid, n.block, stream, n.args.data(), nullptr,
+                                KREPLAY_DISPATCH_FLAG_GRAPH));
+  }
+  return Status::Ok();
+}
+
+namespace testing {
+void fail_next_snapshot(int device) {
+  if (rt().ensure().ok() && rt().device(device)) rt().device(device)->fail_next_snapshot();
+}
+uint64_t agent_of(int device) {
+  if (!rt().ensure().ok() || rt().device(device) == nullptr) return 0;
+  return rt().device(device)->agent;
+}
+}  // namespace testing
+
+}  // namespace kreplay::hostrt

@@ -1,0 +1,161 @@
+// The host device runtime: a GPU-free device with memory, streams, modules and kernels, driven by
+// the same replay engine and SDK paths as a real GPU. Test applications use it like the CUDA
+// runtime; the whole SDK, engine, tool, CLI and writers are tested on it without a GPU.
+//
+//   hostrt::init();                                   // optional: lazily done by any call
+//   auto mod = hostrt::load_module({"m", {{"_Z5scalePfi", scale, {8, 4}}}, {{"counter", 4}}});
+//   float* x = static_cast<float*>(*hostrt::malloc(n * sizeof(float)));
+//   hostrt::launch(*hostrt::get_kernel(*mod, "_Z5scalePfi"), {n / 64}, {64},
+//                  hostrt::default_stream(), x, n);
+//   hostrt::stream_synchronize(hostrt::default_stream());
+//
+// Kernels are plain functions called once per thread with a ThreadContext. Memory they touch
+// through ThreadContext::load/store/atomic_add is counted (bytes_read, bytes_written), so counter
+// values are what the kernel really did. Each stream runs its work in order on a worker thread;
+// streams run concurrently. All functions are thread-safe.
+//
+// Environment (read by the lazy init): KREPLAY_HOST_DEVICES (1), KREPLAY_HOST_MEMORY (1G, device
+// memory per device), KREPLAY_HOST_PINNED (1G, pinned host memory available for snapshots),
+// KREPLAY_HOST_COUNTERS_PER_PASS (2).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.hpp"
+
+namespace kreplay::hostrt {
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
+struct Config {
+  int device_count = 1;
+  uint64_t memory_bytes = 1ull << 30;   ///< device memory per device
+  uint64_t pinned_bytes = 1ull << 30;   ///< pinned host memory for snapshot storage
+  uint32_t counters_per_pass = 2;       ///< hardware counter limit of one pass
+};
+
+/// Initialize with @p config (before any other call; later calls with a different config fail).
+/// Registers the devices with the SDK and loads the tools.
+Status init(const Config& config);
+/// Initialize from the environment if not done yet.
+Status init();
+const Config& config();
+
+using Stream = uint64_t;  ///< 0 is never a stream
+using Module = uint64_t;
+using Kernel = uint64_t;
+using Graph = uint64_t;
+
+// ---- memory ----
+Result<void*> malloc(size_t bytes, int device = 0);
+Status free(void* ptr);
+/// Memory the replay inventory does not see (simulates memory kreplay cannot track). Its presence
+/// makes replay decline with UNTRACKED_MEMORY while it lives.
+Result<void*> malloc_untracked(size_t bytes, int device = 0);
+/// Synchronous copy/set: wait for the device, then copy. Waits while a replay window is open.
+Status memcpy(void* dst, const void* src, size_t bytes);
+Status memset(void* dst, int value, size_t bytes);
+Status memcpy_async(void* dst, const void* src, size_t bytes, Stream stream);
+
+// ---- streams ----
+Stream default_stream(int device = 0);
+Result<Stream> stream_create(int device = 0);
+Status stream_destroy(Stream stream);
+Status stream_synchronize(Stream stream);
+Status device_synchronize(int device = 0);
+/// Stream capture: launches into a capturing stream are recorded, not executed.
+Status stream_begin_capture(Stream stream);
+Result<Graph> stream_end_capture(Stream stream);
+Status graph_launch(Graph graph, Stream stream);
+
+// ---- kernels ----
+class ThreadContext;
+using KernelFn = void (*)(ThreadContext&);
+
+struct KernelDesc {
+  std::string mangled_name;
+  KernelFn fn = nullptr;
+  std::vector<uint32_t> param_sizes;  ///< bytes of each parameter, in order
+};
+struct GlobalDesc {
+  std::string name;
+  size_t size = 0;
+  std::vector<uint8_t> init;  ///< initial bytes (zero-filled when shorter than size)
+};
+struct ModuleDesc {
+  std::string name;
+  std::vector<KernelDesc> kernels;
+  std::vector<GlobalDesc> globals;
+};
+
+Result<Module> load_module(const ModuleDesc& desc, int device = 0);
+Status unload_module(Module module);
+/// By mangled name (or its demangled form).
+Result<Kernel> get_kernel(Module module, std::string_view name);
+/// Device address of a module-scope variable.
+Result<void*> get_global(Module module, std::string_view name);
+
+/// Launch like cuLaunchKernel: @p params[i] points at parameter i (sizes from the KernelDesc).
+/// Asynchronous; errors for a bad configuration are returned after the engine saw the launch.
+Status launch(Kernel kernel, Dim3 grid, Dim3 block, Stream stream, void* const* params);
+
+template <typename... Args>
+Status launch_args(Kernel kernel, Dim3 grid, Dim3 block, Stream stream, Args... args) {
+  void* params[] = {static_cast<void*>(&args)..., nullptr};
+  return launch(kernel, grid, block, stream, params);
+}
+
+/// What a kernel sees for one thread.
+class ThreadContext {
+ public:
+  Dim3 block_idx, thread_idx, grid_dim, block_dim;
+
+  /// Parameter @p i (its bytes reinterpreted as T).
+  template <typename T>
+  T arg(size_t i) const {
+    T v{};
+    std::memcpy(&v, args_ + offsets_[i], sizeof(T));
+    return v;
+  }
+  template <typename T>
+  T load(const T* p) {
+    bytes_read_ += sizeof(T);
+    return *p;
+  }
+  template <typename T>
+  void store(T* p, T v) {
+    bytes_written_ += sizeof(T);
+    *p = v;
+  }
+  /// Atomic add on a 4- or 8-byte integer; returns the old value.
+  template <typename T>
+  T atomic_add(T* p, T v) {
+    bytes_read_ += sizeof(T);
+    bytes_written_ += sizeof(T);
+    return std::atomic_ref<T>(*p).fetch_add(v);
+  }
+  void count_ops(uint64_t n = 1) { ops_ += n; }
+  uint64_t global_thread_id() const;
+
+ private:
+  friend class Executor;
+  const std::byte* args_ = nullptr;
+  const uint32_t* offsets_ = nullptr;
+  uint64_t bytes_read_ = 0, bytes_written_ = 0, ops_ = 0;
+};
+
+namespace testing {
+/// Make the next snapshot on @p device fail (to test the SNAPSHOT_FAILED decline).
+void fail_next_snapshot(int device = 0);
+/// Agent handle of @p device.
+uint64_t agent_of(int device = 0);
+}  // namespace testing
+
+}  // namespace kreplay::hostrt

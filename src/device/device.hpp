@@ -1,0 +1,171 @@
+// The Device interface: the only seam between the replay engine and a vendor (DESIGN.md §1).
+//
+// A backend (host device, CUDA) implements Device for each agent and Launch for each intercepted
+// kernel launch. The engine drives them; nothing above this file knows which vendor runs below.
+//
+// Threading: Device methods may be called from any application thread. The engine serializes
+// replay windows per device, so snapshot/find_changed/restore are never called concurrently for
+// one device. Launch objects are used only by the thread that intercepted the launch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.hpp"
+#include "kreplay/fwd.h"
+
+namespace kreplay::device {
+
+/// Static description of a device.
+struct AgentDesc {
+  kreplay_agent_type_t type = KREPLAY_AGENT_TYPE_NONE;
+  uint32_t device_index = 0;
+  std::string name;
+  std::string chip;
+  std::string uuid;
+  uint64_t memory_bytes = 0;
+  uint32_t multiprocessor_count = 0;
+  uint32_t cc_major = 0;
+  uint32_t cc_minor = 0;
+  uint32_t counters_per_pass = 0;
+};
+
+/// Where snapshot bytes live.
+enum class StorageTier { kDevice, kPinnedHost };
+
+/// A block of snapshot storage owned by a device (kept across dispatches by the engine).
+struct Storage {
+  uint64_t address = 0;  ///< address the device's copy routines accept
+  uint64_t size = 0;
+  StorageTier tier = StorageTier::kDevice;
+  uint64_t handle = 0;   ///< backend-private
+};
+
+/// One region to save and restore: live memory (through a writable mapping) ↔ storage.
+struct CopyRegion {
+  uint64_t live = 0;
+  uint64_t storage = 0;
+  uint64_t size = 0;
+  uint64_t first_chunk = 0;  ///< index of the region's first chunk in the digest array
+};
+
+/// Chunks are numbered globally over a region list: region r covers chunks
+/// [first_chunk, first_chunk + ceil(size / chunk_bytes)).
+inline uint64_t chunk_count(uint64_t size, uint64_t chunk_bytes) {
+  return (size + chunk_bytes - 1) / chunk_bytes;
+}
+
+/// Start and end of one executed pass, in the SDK clock (kreplay::now_ns()).
+struct PassTiming {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
+
+/// A counter a device can collect.
+struct CounterDesc {
+  std::string name;
+  std::string description;
+  std::string unit;
+  kreplay_counter_value_type_t type = KREPLAY_COUNTER_VALUE_TYPE_COUNT;
+};
+
+/// A set of counters built by a device; opaque to the engine.
+class CounterSet {
+ public:
+  virtual ~CounterSet() = default;
+  virtual const std::vector<std::string>& names() const = 0;
+  /// Hardware passes needed to collect every counter of the set.
+  virtual uint64_t pass_count() const = 0;
+};
+
+/// One value of one counter on one pass.
+struct CounterValue {
+  std::string name;
+  double value = 0.0;
+};
+
+class Launch;
+
+/// Counter collection on a device. Optional: Device::counters() may return nullptr.
+class CounterBackend {
+ public:
+  virtual ~CounterBackend() = default;
+  virtual Result<std::vector<CounterDesc>> list() = 0;
+  /// Build a set; errors: COUNTER_NOT_FOUND (message names it and suggests close names),
+  /// EXCEEDS_HW_LIMIT (message names the group).
+  virtual Result<std::shared_ptr<CounterSet>> create(const std::vector<std::string>& names) = 0;
+  /// Arm collection of @p sets for the next submission of @p launch. Called before submit.
+  virtual Status begin_pass(Launch& launch, std::span<CounterSet* const> sets) = 0;
+  /// After the submission completed: the values of every armed set, in the order given.
+  virtual Result<std::vector<std::vector<CounterValue>>> end_pass(Launch& launch) = 0;
+};
+
+/// What the engine knows of an intercepted launch.
+struct LaunchInfo {
+  kreplay_agent_id_t agent{};
+  kreplay_stream_id_t stream{};
+  uint64_t kernel_id = 0;
+  const char* kernel_name = "";   ///< demangled; lives as long as the process
+  const char* mangled_name = "";
+  kreplay_dim3_t grid{1, 1, 1};
+  kreplay_dim3_t block{1, 1, 1};
+  kreplay_dim3_t cluster{0, 0, 0};
+  uint32_t dynamic_shared_bytes = 0;
+  uint32_t static_shared_bytes = 0;
+  uint32_t registers = 0;
+  uint32_t flags = 0;                   ///< KREPLAY_DISPATCH_FLAG_*
+  std::span<const std::byte> arg_bytes; ///< packed argument bytes (for snapshot scope "args")
+};
+
+/// One intercepted launch, as a backend presents it to the engine.
+class Launch {
+ public:
+  virtual ~Launch() = default;
+  virtual const LaunchInfo& info() const = 0;
+  /// Submit the same launch again (same stream, arguments and configuration). Pass > 0 only:
+  /// pass 0 is the application's own submission.
+  virtual Status relaunch() = 0;
+  /// Wait until the most recent submission completed; fill its timing.
+  /// Returns DRAIN_TIMEOUT-like ERROR after @p timeout_ms (the work may still be running).
+  virtual Status wait(uint64_t timeout_ms, PassTiming* timing) = 0;
+};
+
+/// A device, as the engine drives it.
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const AgentDesc& desc() const = 0;
+
+  /// Wait until every submitted operation on the device finished, or fail after @p timeout_ms.
+  virtual Status drain(uint64_t timeout_ms) = 0;
+
+  /// Bytes of new snapshot storage the tier can provide now (after headroom for the application).
+  virtual uint64_t storage_available(StorageTier tier) = 0;
+  virtual Result<Storage> allocate_storage(StorageTier tier, uint64_t bytes) = 0;
+  virtual void free_storage(const Storage& storage) = 0;
+
+  /// Copy every region live → storage in one batch and record one 64-bit digest per chunk into
+  /// @p digests (sized to the total chunk count by the caller).
+  virtual Status snapshot(std::span<const CopyRegion> regions, uint64_t chunk_bytes,
+                          std::span<uint64_t> digests) = 0;
+
+  /// Compare live memory against @p digests; append the global index of every chunk that differs.
+  virtual Status find_changed(std::span<const CopyRegion> regions, uint64_t chunk_bytes,
+                              std::span<const uint64_t> digests,
+                              std::vector<uint64_t>* changed) = 0;
+
+  /// Copy the listed chunks storage → live, in one batch. Returns when the copy is complete.
+  virtual Status restore(std::span<const CopyRegion> regions, uint64_t chunk_bytes,
+                         std::span<const uint64_t> chunks) = 0;
+
+  /// Bytes of device memory kernels may write that the inventory does not track (0 = none).
+  virtual uint64_t untracked_bytes() { return 0; }
+
+  /// Counter collection, or nullptr when the device has none.
+  virtual CounterBackend* counters() { return nullptr; }
+};
+
+}  // namespace kreplay::device

@@ -1,0 +1,355 @@
+#include "replay/engine.hpp"
+
+#include <algorithm>
+
+#include "common/logging.hpp"
+#include "common/util.hpp"
+
+namespace kreplay::replay {
+namespace {
+
+// Per-thread engine state: a stack of in-flight dispatches (a tool may launch from inside a pass,
+// which nests a dispatch) and the devices whose window this thread holds.
+struct ThreadState {
+  std::vector<std::unique_ptr<DispatchState>> pool;
+  size_t depth = 0;
+  std::vector<DeviceSlot*> windows;
+
+  DispatchState* acquire() {
+    if (depth == pool.size()) pool.push_back(std::make_unique<DispatchState>());
+    DispatchState* st = pool[depth++].get();
+    *st = DispatchState();
+    return st;
+  }
+  void release(DispatchState* st) {
+    KR_CHECK_MSG(depth > 0 && pool[depth - 1].get() == st, "dispatches must end in LIFO order");
+    --depth;
+  }
+  bool has_window(const DeviceSlot* slot) const {
+    return std::find(windows.begin(), windows.end(), slot) != windows.end();
+  }
+  void drop_window(const DeviceSlot* slot) {
+    auto it = std::find(windows.begin(), windows.end(), slot);
+    if (it != windows.end()) windows.erase(it);
+  }
+};
+
+ThreadState& tls() {
+  thread_local ThreadState state;
+  return state;
+}
+
+const char* reason_text(kreplay_decline_reason_t r) {
+  switch (r) {
+    case KREPLAY_DECLINE_REASON_INVALID_PLAN: return "pass count 0 without a continue callback";
+    case KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE: return "snapshot does not fit";
+    case KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT: return "earlier work on the device did not finish";
+    case KREPLAY_DECLINE_REASON_REENTRANT_LAUNCH: return "launched from inside a replay window";
+    case KREPLAY_DECLINE_REASON_STREAM_CAPTURE: return "stream is being captured";
+    case KREPLAY_DECLINE_REASON_GRAPH_LAUNCH: return "graph launch";
+    case KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY: return "device has untracked memory";
+    case KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED: return "snapshot copy failed";
+    case KREPLAY_DECLINE_REASON_LAUNCH_FAILED: return "launch failed";
+    case KREPLAY_DECLINE_REASON_PASS_TIMEOUT: return "a pass did not complete in time";
+    default: return "unknown";
+  }
+}
+
+}  // namespace
+
+void Engine::add_device(uint64_t agent, device::Device* dev) {
+  std::unique_lock lock(slots_mu_);
+  auto slot = std::make_unique<DeviceSlot>();
+  slot->agent = agent;
+  slot->device = dev;
+  slots_[agent] = std::move(slot);
+}
+
+DeviceSlot* Engine::slot(uint64_t agent) {
+  std::shared_lock lock(slots_mu_);
+  auto it = slots_.find(agent);
+  return it == slots_.end() ? nullptr : it->second.get();
+}
+
+void Engine::set_options(const Options& options) {
+  std::lock_guard lock(options_mu_);
+  options_ = options;
+}
+
+Options Engine::options() const {
+  std::lock_guard lock(options_mu_);
+  return options_;
+}
+
+bool Engine::in_window() { return !tls().windows.empty(); }
+
+Engine::MemoryGuard Engine::guard_memory(uint64_t agent) {
+  if (!hooks_.replay_configured()) return {};
+  DeviceSlot* s = slot(agent);
+  if (s == nullptr || tls().has_window(s)) return {};
+  return MemoryGuard(std::shared_lock(s->window_mu));
+}
+
+void Engine::release_storage(uint64_t agent) {
+  DeviceSlot* s = slot(agent);
+  if (s == nullptr) return;
+  std::unique_lock window(s->window_mu);
+  std::lock_guard lock(s->pool_mu);
+  s->pool.release(*s->device);
+}
+
+DispatchState* Engine::enter(device::Launch& launch) {
+  DispatchState* st = tls().acquire();
+  const device::LaunchInfo& li = launch.info();
+  st->launch = &launch;
+  auto& info = st->info;
+  info.size = sizeof(info);
+  info.agent_id = li.agent;
+  info.stream_id = li.stream;
+  info.dispatch_id = next_dispatch_id_.fetch_add(1, std::memory_order_relaxed);
+  info.kernel_id = li.kernel_id;
+  info.kernel_name = li.kernel_name;
+  info.mangled_name = li.mangled_name;
+  info.grid_size = li.grid;
+  info.block_size = li.block;
+  info.cluster_size = li.cluster;
+  info.dynamic_shared_memory_bytes = li.dynamic_shared_bytes;
+  info.static_shared_memory_bytes = li.static_shared_bytes;
+  info.registers_per_thread = li.registers;
+  info.flags = li.flags;
+  st->correlation.internal = next_correlation_id_.fetch_add(1, std::memory_order_relaxed);
+  st->thread_id = thread_id();
+  st->slot = slot(li.agent.handle);
+  stats_.launches.fetch_add(1, std::memory_order_relaxed);
+  st->reentrant = st->slot != nullptr && tls().has_window(st->slot);
+
+  if (!hooks_.any_dispatch_service()) {
+    if (st->slot && !st->reentrant && hooks_.replay_configured())
+      st->shared = std::shared_lock(st->slot->window_mu);
+    return st;
+  }
+
+  hooks_.config_enter(*st);
+  st->plan = make_plan(st->pass_count, st->replay_continue, st->info, st->user_data);
+
+  auto& out = st->outcome;
+  out.size = sizeof(out);
+  out.dispatch_id = info.dispatch_id;
+  out.agent_id = info.agent_id;
+  out.passes_requested = st->plan.requested;
+  out.scope = options().scope;
+
+  if (st->plan.invalid) {
+    KR_WARN_ONCE("invalid-plan",
+                 "a tool returned pass count 0 without a replay_continue callback; the dispatch "
+                 "is not replayed (set replay_continue for an indefinite loop, or return N > 1)");
+    decline(*st, KREPLAY_DECLINE_REASON_INVALID_PLAN);
+  } else if (!st->plan.replay) {
+    out.outcome = KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED;
+    out.passes_executed = 1;
+    hooks_.config_exit(*st);
+    begin_single_run(*st);
+  } else if (st->slot == nullptr) {
+    decline(*st, KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY);
+  } else if (st->reentrant) {
+    KR_WARN_ONCE("reentrant", "a kernel launched from inside a replay window (by a tool callback) "
+                              "runs once and is not replayed");
+    decline(*st, KREPLAY_DECLINE_REASON_REENTRANT_LAUNCH);
+  } else if (info.flags & KREPLAY_DISPATCH_FLAG_CAPTURED) {
+    KR_WARN_ONCE("captured", "launches into a stream under capture are not replayed");
+    decline(*st, KREPLAY_DECLINE_REASON_STREAM_CAPTURE);
+  } else if (info.flags & KREPLAY_DISPATCH_FLAG_GRAPH) {
+    KR_WARN_ONCE("graph", "kernels launched by graphs are not replayed; they run once");
+    decline(*st, KREPLAY_DECLINE_REASON_GRAPH_LAUNCH);
+  } else {
+    open_window(*st);
+  }
+  return st;
+}
+
+void Engine::open_window(DispatchState& st) {
+  DeviceSlot& slot = *st.slot;
+  device::Device& dev = *slot.device;
+  const Options opt = options();
+  st.exclusive = std::unique_lock(slot.window_mu);
+  tls().windows.push_back(&slot);
+  st.window = true;
+
+  uint64_t t0 = now_ns();
+  if (Status s = dev.drain(opt.drain_timeout_ms); !s.ok()) {
+    KR_WARN("dispatch {} ({}): {}; running it once", st.info.dispatch_id, st.info.kernel_name,
+            s.message());
+    decline(st, KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT);
+    return;
+  }
+  if (opt.decline_untracked) {
+    if (uint64_t untracked = dev.untracked_bytes(); untracked > 0) {
+      KR_WARN_ONCE("untracked", "the device holds {} of memory kreplay does not track; its "
+                                "launches are not replayed",
+                   format_bytes(untracked));
+      decline(st, KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY);
+      return;
+    }
+  }
+  std::vector<Region> regions = opt.scope == KREPLAY_SNAPSHOT_SCOPE_ARGS
+                                    ? inventory_.regions_for_args(slot.agent, st.launch->info().arg_bytes)
+                                    : inventory_.regions(slot.agent);
+  Result<Placement> placement = [&] {
+    std::lock_guard lock(slot.pool_mu);
+    return slot.pool.place(dev, regions, opt.chunk_bytes, opt.max_snapshot_bytes);
+  }();
+  if (!placement.ok()) {
+    KR_WARN("dispatch {} ({}) not replayed: {}", st.info.dispatch_id, st.info.kernel_name,
+            placement.status().message());
+    decline(st, KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE);
+    return;
+  }
+  auto& out = st.outcome;
+  out.regions = placement->copies.size();
+  out.device_storage_bytes = placement->device_bytes;
+  out.host_storage_bytes = placement->host_bytes;
+  uint64_t bytes = placement->total_bytes;
+  if (Status s = st.snapshot.take(dev, std::move(placement).value(), opt.chunk_bytes); !s.ok()) {
+    KR_WARN("dispatch {} ({}) not replayed: snapshot failed: {}", st.info.dispatch_id,
+            st.info.kernel_name, s.message());
+    decline(st, KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED);
+    return;
+  }
+  uint64_t t1 = now_ns();
+  out.bytes_snapshotted = bytes;
+  out.snapshot_ns = t1 - t0;
+  st.intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
+
+  st.local = std::make_unique<LocalContextScope>(hooks_.active_contexts());
+  st.pass = 0;
+  hooks_.pass_enter(st, *st.local);
+  hooks_.before_submit(st);
+}
+
+void Engine::decline(DispatchState& st, kreplay_decline_reason_t reason) {
+  if (st.exclusive.owns_lock()) {
+    tls().drop_window(st.slot);
+    st.exclusive.unlock();
+  }
+  st.window = false;
+  st.outcome.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
+  st.outcome.reason = reason;
+  st.outcome.passes_executed = 1;
+  st.outcome.bytes_snapshotted = 0;
+  st.outcome.regions = 0;
+  st.outcome.device_storage_bytes = 0;
+  st.outcome.host_storage_bytes = 0;
+  st.intervals.clear();
+  stats_.declined.fetch_add(1, std::memory_order_relaxed);
+  KR_DEBUG("dispatch {} declined: {}", st.info.dispatch_id, reason_text(reason));
+  hooks_.config_exit(st);
+  begin_single_run(st);
+}
+
+void Engine::begin_single_run(DispatchState& st) {
+  if (st.slot && !st.reentrant && hooks_.replay_configured() && !st.shared.owns_lock())
+    st.shared = std::shared_lock(st.slot->window_mu);
+  st.pass = 0;
+  st.wait_needed = hooks_.before_submit(st);
+}
+
+void Engine::exit(DispatchState* st, bool submitted) {
+  if (!st->window) {
+    if (st->wait_needed) {
+      st->timing = {};
+      if (submitted) {
+        Status w = st->launch->wait(options().drain_timeout_ms, &st->timing);
+        if (!w.ok()) KR_WARN("dispatch {}: {}", st->info.dispatch_id, w.message());
+      }
+      hooks_.after_complete(*st);
+    }
+    stats_.passes.fetch_add(submitted ? 1 : 0, std::memory_order_relaxed);
+    release(st);
+    return;
+  }
+
+  const Options opt = options();
+  device::Device& dev = *st->slot->device;
+  auto& out = st->outcome;
+  out.outcome = KREPLAY_REPLAY_OUTCOME_REPLAYED;
+  if (!submitted) {
+    // The application's own launch failed: nothing ran, nothing to replay.
+    out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
+    out.reason = KREPLAY_DECLINE_REASON_LAUNCH_FAILED;
+    st->timing = {};
+    hooks_.after_complete(*st);
+    hooks_.pass_exit(*st);
+  } else {
+    while (true) {
+      Status w = st->launch->wait(opt.drain_timeout_ms, &st->timing);
+      if (!w.ok()) {
+        KR_WARN("dispatch {} ({}) pass {}: {}; ending its replay", st->info.dispatch_id,
+                st->info.kernel_name, st->pass, w.message());
+        out.reason = KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
+        st->timing = {};
+        hooks_.after_complete(*st);
+        hooks_.pass_exit(*st);
+        break;
+      }
+      ++out.passes_executed;
+      stats_.passes.fetch_add(1, std::memory_order_relaxed);
+      hooks_.after_complete(*st);
+      hooks_.pass_exit(*st);
+      if (!should_continue(st->plan, st->pass, st->replay_continue, st->info, st->user_data))
+        break;
+      uint64_t t0 = now_ns();
+      Result<uint64_t> restored = st->snapshot.restore(dev, opt.verify_restore);
+      uint64_t t1 = now_ns();
+      if (!restored.ok()) {
+        KR_ERROR("dispatch {} ({}): restore after pass {} failed: {}; its memory may hold more "
+                 "than one execution",
+                 st->info.dispatch_id, st->info.kernel_name, st->pass, restored.status().message());
+        out.reason = KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
+        break;
+      }
+      out.bytes_restored += *restored;
+      out.restore_ns += t1 - t0;
+      st->intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, st->pass, t0, t1, *restored});
+      ++st->pass;
+      hooks_.pass_enter(*st, *st->local);
+      hooks_.before_submit(*st);
+      if (Status r = st->launch->relaunch(); !r.ok()) {
+        KR_ERROR("dispatch {} ({}): relaunch for pass {} failed: {}", st->info.dispatch_id,
+                 st->info.kernel_name, st->pass, r.message());
+        out.reason = KREPLAY_DECLINE_REASON_LAUNCH_FAILED;
+        st->timing = {};
+        hooks_.after_complete(*st);
+        hooks_.pass_exit(*st);
+        break;
+      }
+    }
+  }
+  finish_window(*st);
+}
+
+void Engine::finish_window(DispatchState& st) {
+  st.local.reset();
+  st.outcome.intervals = st.intervals.data();
+  st.outcome.interval_count = st.intervals.size();
+  if (st.outcome.outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED)
+    stats_.replayed.fetch_add(1, std::memory_order_relaxed);
+  else
+    stats_.declined.fetch_add(1, std::memory_order_relaxed);
+  // CONFIG EXIT fires while the window is still held: the tool sees the outcome before any
+  // other launch on the device proceeds.
+  hooks_.config_exit(st);
+  release(&st);
+}
+
+void Engine::release(DispatchState* st) {
+  hooks_.end_dispatch(*st);
+  if (st->exclusive.owns_lock()) {
+    tls().drop_window(st->slot);
+    st->exclusive.unlock();
+  }
+  if (st->shared.owns_lock()) st->shared.unlock();
+  st->local.reset();
+  tls().release(st);
+}
+
+}  // namespace kreplay::replay

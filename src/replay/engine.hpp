@@ -1,0 +1,179 @@
+// The replay engine: the window and pass loop of DESIGN.md §2, above the Device seam.
+//
+// A backend intercepts a launch and calls, on the launching thread:
+//
+//   DispatchState* st = engine.enter(launch);    // before the application's own submission
+//   ... submit the launch (this is pass 0) ...
+//   engine.exit(st, submitted_ok);               // after it
+//
+// enter() reserves the dispatch id, runs CONFIG, and — when the tool asks for replay — opens the
+// window: it takes the device's window lock (other threads' launches and memory operations wait),
+// drains the device, snapshots tracked memory and fires PASS 0 ENTER. exit() waits for pass 0,
+// then runs the remaining passes (restore, PASS ENTER, relaunch, wait, PASS EXIT), leaves the last
+// pass unrestored, fires CONFIG EXIT with the outcome and closes the window.
+//
+// The window is shaped as a list of launches so that a range of launches (DESIGN.md §2b) can be
+// replayed the same way; today each window holds one.
+//
+// Tool callbacks are reached through Hooks, which the SDK implements; the engine knows nothing of
+// contexts or tools beyond that interface.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+#include "device/device.hpp"
+#include "kreplay/kernel_replay.h"
+#include "replay/inventory.hpp"
+#include "replay/local_context.hpp"
+#include "replay/plan.hpp"
+#include "replay/snapshot.hpp"
+
+namespace kreplay::replay {
+
+struct Options {
+  kreplay_snapshot_scope_t scope = KREPLAY_SNAPSHOT_SCOPE_ALL;
+  uint64_t max_snapshot_bytes = 0;    ///< 0 = storage capacity only
+  uint64_t drain_timeout_ms = 60000;  ///< drain and per-pass completion timeout
+  bool verify_restore = false;        ///< re-compare after every pass
+  uint64_t chunk_bytes = 64 * 1024;   ///< restore granularity
+  bool decline_untracked = true;      ///< decline when the device reports untracked memory
+};
+
+/// Everything the engine knows about one logical dispatch while it runs.
+struct DispatchState {
+  device::Launch* launch = nullptr;
+  kreplay_kernel_dispatch_info_t info{};
+  kreplay_correlation_id_t correlation{};
+  uint64_t thread_id = 0;
+
+  // CONFIG
+  kreplay_kernel_replay_pass_count_cb_t pass_count = nullptr;
+  kreplay_kernel_replay_continue_cb_t replay_continue = nullptr;
+  kreplay_user_data_t user_data{};
+  Plan plan;
+  bool config_fired = false;  ///< CONFIG ENTER was delivered (so CONFIG EXIT must follow)
+
+  // Execution
+  uint64_t pass = 0;           ///< current pass
+  bool window = false;         ///< the pass loop runs
+  bool wait_needed = false;    ///< single run: wait for completion (a service needs its end)
+  bool reentrant = false;
+  kreplay_replay_outcome_record_t outcome{};
+  std::vector<kreplay_replay_interval_t> intervals;
+  device::PassTiming timing{};  ///< timing of the last completed pass
+
+  /// Scratch owned by Hooks (per-pass service state); released by Hooks::end_dispatch.
+  void* hook_data = nullptr;
+
+  // Locks held between enter() and exit().
+  std::shared_lock<std::shared_mutex> shared;
+  std::unique_lock<std::shared_mutex> exclusive;
+  struct DeviceSlot* slot = nullptr;
+  std::unique_ptr<LocalContextScope> local;
+  Snapshot snapshot;
+};
+
+/// The SDK side of the engine: delivers callbacks and runs per-pass services.
+class Hooks {
+ public:
+  virtual ~Hooks() = default;
+  /// Cheap: could any tool want to see this dispatch (replay, dispatch tracing, counting)?
+  virtual bool any_dispatch_service() = 0;
+  /// Cheap: is a KERNEL_REPLAY subscriber configured (even if stopped)?
+  virtual bool replay_configured() = 0;
+  /// CONFIG ENTER: fill st.pass_count, st.replay_continue, st.user_data; set st.config_fired.
+  virtual void config_enter(DispatchState& st) = 0;
+  /// CONFIG EXIT (only if config_fired), with st.outcome filled.
+  virtual void config_exit(DispatchState& st) = 0;
+  /// Handles of the globally active contexts (for local context control).
+  virtual std::vector<uint64_t> active_contexts() = 0;
+  /// PASS ENTER / EXIT for st.pass.
+  virtual void pass_enter(DispatchState& st, LocalContextScope& local) = 0;
+  virtual void pass_exit(DispatchState& st) = 0;
+  /// Before a submission: KERNEL_DISPATCH ENTER and arming of counters. Returns true when some
+  /// service needs the completion of this submission (after_complete must then be called).
+  virtual bool before_submit(DispatchState& st) = 0;
+  /// After the submission completed (st.timing set): counter records, KERNEL_DISPATCH EXIT.
+  virtual void after_complete(DispatchState& st) = 0;
+  /// The dispatch is over; release st.hook_data.
+  virtual void end_dispatch(DispatchState& st) = 0;
+};
+
+struct DeviceSlot {
+  uint64_t agent = 0;
+  device::Device* device = nullptr;
+  std::shared_mutex window_mu;
+  StoragePool pool;
+  std::mutex pool_mu;
+};
+
+/// Counts since the process started (for progress lines and benchmarks).
+struct EngineStats {
+  std::atomic<uint64_t> launches{0};
+  std::atomic<uint64_t> replayed{0};
+  std::atomic<uint64_t> declined{0};
+  std::atomic<uint64_t> passes{0};
+};
+
+class Engine {
+ public:
+  Engine(Hooks& hooks, MemoryInventory& inventory) : hooks_(hooks), inventory_(inventory) {}
+
+  /// Register a device (before launches reach it). @p agent is its agent handle.
+  void add_device(uint64_t agent, device::Device* dev);
+
+  void set_options(const Options& options);
+  Options options() const;
+
+  /// Before the application's own submission. Never returns nullptr.
+  DispatchState* enter(device::Launch& launch);
+  /// After the application's own submission (@p submitted: the call succeeded).
+  void exit(DispatchState* st, bool submitted);
+
+  /// Held by application threads around memory operations (copies, memsets, frees) so they wait
+  /// while another thread's window is open on the device. No-op on the window's own thread.
+  class MemoryGuard {
+   public:
+    MemoryGuard() = default;
+    explicit MemoryGuard(std::shared_lock<std::shared_mutex> lock) : lock_(std::move(lock)) {}
+
+   private:
+    std::shared_lock<std::shared_mutex> lock_;
+  };
+  MemoryGuard guard_memory(uint64_t agent);
+
+  /// Is a replay window open on this thread (for any device)?
+  static bool in_window();
+
+  /// Give all snapshot storage back (e.g. when the application runs short of memory).
+  void release_storage(uint64_t agent);
+
+  const EngineStats& stats() const { return stats_; }
+  MemoryInventory& inventory() { return inventory_; }
+  DeviceSlot* slot(uint64_t agent);
+
+ private:
+  void open_window(DispatchState& st);
+  void decline(DispatchState& st, kreplay_decline_reason_t reason);
+  void begin_single_run(DispatchState& st);
+  void finish_window(DispatchState& st);
+  void release(DispatchState* st);
+
+  Hooks& hooks_;
+  MemoryInventory& inventory_;
+  mutable std::mutex options_mu_;
+  Options options_;
+  std::map<uint64_t, std::unique_ptr<DeviceSlot>> slots_;  // written before launches only
+  mutable std::shared_mutex slots_mu_;
+  std::atomic<uint64_t> next_dispatch_id_{1};
+  std::atomic<uint64_t> next_correlation_id_{1};
+  EngineStats stats_;
+};
+
+}  // namespace kreplay::replay

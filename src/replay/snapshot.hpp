@@ -1,0 +1,64 @@
+// Snapshot storage and the save/restore of one replay window (DESIGN.md §3).
+//
+// StoragePool keeps one device-tier and one pinned-host-tier block per device across dispatches
+// and places each window's regions: device storage first, pinned host next, decline when neither
+// fits. Snapshot saves every region with a per-chunk digest; the first restore compares live
+// memory with the digests and copies back only the chunks that changed, and remembers them: later
+// restores of the same window copy that learned set (or re-compare, with verify on).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "common/status.hpp"
+#include "device/device.hpp"
+#include "replay/inventory.hpp"
+
+namespace kreplay::replay {
+
+struct Placement {
+  std::vector<device::CopyRegion> copies;
+  uint64_t total_bytes = 0;
+  uint64_t device_bytes = 0;
+  uint64_t host_bytes = 0;
+  uint64_t total_chunks = 0;
+};
+
+class StoragePool {
+ public:
+  /// Place @p regions into storage, growing the pool's blocks as needed. Errors:
+  /// OUT_OF_RESOURCES when neither tier can hold them (or more than @p max_bytes, if non-zero).
+  Result<Placement> place(device::Device& dev, const std::vector<Region>& regions,
+                          uint64_t chunk_bytes, uint64_t max_bytes);
+  /// Give every block back to the device.
+  void release(device::Device& dev);
+  uint64_t held_bytes(device::StorageTier tier) const;
+
+ private:
+  Status ensure(device::Device& dev, device::StorageTier tier, device::Storage* block,
+                uint64_t want, uint64_t minimum);
+  device::Storage device_block_{};
+  device::Storage host_block_{};
+};
+
+class Snapshot {
+ public:
+  /// Save every placed region. @p chunk_bytes fixes the digest granularity.
+  Status take(device::Device& dev, Placement placement, uint64_t chunk_bytes);
+  /// Restore what the last pass changed; returns the bytes copied back.
+  Result<uint64_t> restore(device::Device& dev, bool verify);
+
+  const Placement& placement() const { return placement_; }
+
+ private:
+  uint64_t chunk_size(uint64_t chunk) const;
+
+  Placement placement_;
+  uint64_t chunk_bytes_ = 0;
+  std::vector<uint64_t> digests_;
+  std::vector<uint64_t> learned_;
+  bool learned_valid_ = false;
+};
+
+}  // namespace kreplay::replay

@@ -1,0 +1,355 @@
+// The extern "C" entry points. Each is thin: validate, call the runtime, convert. No exception
+// leaves this file (an exception escaping an injected library would kill the application), and a
+// failing call leaves its details in kreplay_get_last_error_message().
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "common/logging.hpp"
+#include "common/util.hpp"
+#include "kreplay/kreplay.h"
+#include "sdk/runtime.hpp"
+
+namespace {
+
+using kreplay::Status;
+using kreplay::sdk::Runtime;
+
+thread_local std::string tl_last_error;
+
+kreplay_status_t report(const Status& s) {
+  tl_last_error = s.ok() ? std::string() : s.message();
+  return s.code();
+}
+
+template <typename Fn>
+kreplay_status_t firewall(Fn&& fn) noexcept {
+  try {
+    tl_last_error.clear();
+    return fn();
+  } catch (const std::bad_alloc&) {
+    tl_last_error = "out of memory";
+    return KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES;
+  } catch (const std::exception& e) {
+    tl_last_error = std::string("internal error: ") + e.what();
+    KR_ERROR("{}", tl_last_error);
+    return KREPLAY_STATUS_ERROR_INTERNAL;
+  } catch (...) {
+    tl_last_error = "internal error";
+    return KREPLAY_STATUS_ERROR_INTERNAL;
+  }
+}
+
+kreplay_status_t fail(kreplay_status_t code, std::string message) {
+  tl_last_error = std::move(message);
+  return code;
+}
+
+struct StatusInfo {
+  const char* name;
+  const char* text;
+};
+
+constexpr StatusInfo kStatus[] = {
+    {"KREPLAY_STATUS_SUCCESS", "success"},
+    {"KREPLAY_STATUS_ERROR", "unspecified error"},
+    {"KREPLAY_STATUS_ERROR_INVALID_ARGUMENT", "an argument is NULL, out of range or malformed"},
+    {"KREPLAY_STATUS_ERROR_CONTEXT_NOT_FOUND", "the context id names no context"},
+    {"KREPLAY_STATUS_ERROR_CONTEXT_ERROR",
+     "context control is only allowed during PASS ENTER of a replay loop"},
+    {"KREPLAY_STATUS_ERROR_CONTEXT_NOT_STARTED",
+     "the context was not active when the replay loop began"},
+    {"KREPLAY_STATUS_ERROR_CONTEXT_INVALID", "the context's configuration cannot be started"},
+    {"KREPLAY_STATUS_ERROR_SERVICE_ALREADY_CONFIGURED",
+     "the service allows one subscriber and already has one"},
+    {"KREPLAY_STATUS_ERROR_CONFIGURATION_LOCKED",
+     "services can only be configured during a tool's initialize function"},
+    {"KREPLAY_STATUS_ERROR_KIND_NOT_FOUND", "unknown callback tracing kind"},
+    {"KREPLAY_STATUS_ERROR_OPERATION_NOT_FOUND", "unknown operation for the tracing kind"},
+    {"KREPLAY_STATUS_ERROR_AGENT_NOT_FOUND", "the agent id or index names no agent"},
+    {"KREPLAY_STATUS_ERROR_COUNTER_NOT_FOUND", "a counter is unknown on the agent"},
+    {"KREPLAY_STATUS_ERROR_EXCEEDS_HW_LIMIT", "the counter group does not fit the hardware"},
+    {"KREPLAY_STATUS_ERROR_CONFIG_NOT_FOUND", "the counter config id names no config"},
+    {"KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI",
+     "a struct's size is smaller than its first version"},
+    {"KREPLAY_STATUS_ERROR_NOT_AVAILABLE", "not available on this agent or backend"},
+    {"KREPLAY_STATUS_ERROR_NOT_INITIALIZED", "the SDK is not initialized yet"},
+    {"KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES", "memory or another resource ran out"},
+    {"KREPLAY_STATUS_ERROR_INTERNAL", "internal error in kreplay"},
+};
+static_assert(sizeof(kStatus) / sizeof(kStatus[0]) == KREPLAY_STATUS_LAST,
+              "every status code needs a name and a description");
+
+const char* kind_name(kreplay_callback_tracing_kind_t kind) {
+  switch (kind) {
+    case KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH: return "KERNEL_DISPATCH";
+    case KREPLAY_CALLBACK_TRACING_CODE_OBJECT: return "CODE_OBJECT";
+    case KREPLAY_CALLBACK_TRACING_MEMORY_ALLOCATION: return "MEMORY_ALLOCATION";
+    case KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY: return "KERNEL_REPLAY";
+    default: return nullptr;
+  }
+}
+
+const char* operation_name(kreplay_callback_tracing_kind_t kind, uint32_t op) {
+  switch (kind) {
+    case KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH:
+      return op == KREPLAY_KERNEL_DISPATCH_EXECUTE ? "EXECUTE" : nullptr;
+    case KREPLAY_CALLBACK_TRACING_CODE_OBJECT:
+      if (op == KREPLAY_CODE_OBJECT_LOAD) return "LOAD";
+      if (op == KREPLAY_CODE_OBJECT_KERNEL_SYMBOL_REGISTER) return "KERNEL_SYMBOL_REGISTER";
+      return nullptr;
+    case KREPLAY_CALLBACK_TRACING_MEMORY_ALLOCATION:
+      if (op == KREPLAY_MEMORY_ALLOCATION_ALLOCATE) return "ALLOCATE";
+      if (op == KREPLAY_MEMORY_ALLOCATION_FREE) return "FREE";
+      return nullptr;
+    case KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY:
+      switch (op) {
+        case KREPLAY_KERNEL_REPLAY_CONFIG: return "CONFIG";
+        case KREPLAY_KERNEL_REPLAY_PASS: return "PASS";
+        case KREPLAY_KERNEL_REPLAY_SNAPSHOT: return "SNAPSHOT";
+        case KREPLAY_KERNEL_REPLAY_RESTORE: return "RESTORE";
+        default: return nullptr;
+      }
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* kreplay_get_status_name(kreplay_status_t status) {
+  if (status < 0 || status >= KREPLAY_STATUS_LAST) return nullptr;
+  return kStatus[status].name;
+}
+
+const char* kreplay_get_status_string(kreplay_status_t status) {
+  if (status < 0 || status >= KREPLAY_STATUS_LAST) return nullptr;
+  return kStatus[status].text;
+}
+
+const char* kreplay_get_last_error_message(void) { return tl_last_error.c_str(); }
+
+kreplay_status_t kreplay_get_version(uint32_t* major, uint32_t* minor, uint32_t* patch) {
+  if (major) *major = KREPLAY_VERSION_MAJOR;
+  if (minor) *minor = KREPLAY_VERSION_MINOR;
+  if (patch) *patch = KREPLAY_VERSION_PATCH;
+  return KREPLAY_STATUS_SUCCESS;
+}
+
+kreplay_status_t kreplay_get_timestamp(kreplay_timestamp_t* timestamp) {
+  if (timestamp == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "timestamp is NULL");
+  *timestamp = kreplay::now_ns();
+  return KREPLAY_STATUS_SUCCESS;
+}
+
+kreplay_status_t kreplay_create_context(kreplay_context_id_t* context_id) {
+  return firewall([&] {
+    if (context_id == nullptr)
+      return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "context_id is NULL");
+    auto r = Runtime::get().registry().create_context();
+    if (!r.ok()) return report(r.status());
+    *context_id = *r;
+    return KREPLAY_STATUS_SUCCESS;
+  });
+}
+
+kreplay_status_t kreplay_start_context(kreplay_context_id_t context_id) {
+  return firewall([&] { return report(Runtime::get().registry().start(context_id.handle)); });
+}
+
+kreplay_status_t kreplay_stop_context(kreplay_context_id_t context_id) {
+  return firewall([&] { return report(Runtime::get().registry().stop(context_id.handle)); });
+}
+
+kreplay_status_t kreplay_context_is_active(kreplay_context_id_t context_id, int* status) {
+  return firewall([&] {
+    if (status == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "status is NULL");
+    auto* c = Runtime::get().registry().find(context_id.handle);
+    if (c == nullptr) return fail(KREPLAY_STATUS_ERROR_CONTEXT_NOT_FOUND, "no such context");
+    *status = c->active.load() ? 1 : 0;
+    return KREPLAY_STATUS_SUCCESS;
+  });
+}
+
+kreplay_status_t kreplay_context_is_valid(kreplay_context_id_t context_id, int* status) {
+  return firewall([&] {
+    if (status == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "status is NULL");
+    *status = Runtime::get().registry().find(context_id.handle) != nullptr ? 1 : 0;
+    return KREPLAY_STATUS_SUCCESS;
+  });
+}
+
+kreplay_status_t kreplay_configure_callback_tracing_service(kreplay_context_id_t context_id,
+                                                            kreplay_callback_tracing_kind_t kind,
+                                                            const uint32_t* operations,
+                                                            size_t operations_count,
+                                                            kreplay_callback_tracing_cb_t callback,
+                                                            void* callback_args) {
+  return firewall([&] {
+    return report(Runtime::get().registry().configure_callback(
+        context_id.handle, kind, operations, operations_count, callback, callback_args));
+  });
+}
+
+kreplay_status_t kreplay_query_callback_tracing_kind_name(kreplay_callback_tracing_kind_t kind,
+                                                          const char** name) {
+  if (name == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "name is NULL");
+  const char* n = kind_name(kind);
+  if (n == nullptr) return fail(KREPLAY_STATUS_ERROR_KIND_NOT_FOUND, "unknown kind");
+  *name = n;
+  return KREPLAY_STATUS_SUCCESS;
+}
+
+kreplay_status_t kreplay_query_callback_tracing_kind_operation_name(
+    kreplay_callback_tracing_kind_t kind, uint32_t operation, const char** name) {
+  if (name == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "name is NULL");
+  if (kind_name(kind) == nullptr) return fail(KREPLAY_STATUS_ERROR_KIND_NOT_FOUND, "unknown kind");
+  const char* n = operation_name(kind, operation);
+  if (n == nullptr) return fail(KREPLAY_STATUS_ERROR_OPERATION_NOT_FOUND, "unknown operation");
+  *name = n;
+  return KREPLAY_STATUS_SUCCESS;
+}
+
+kreplay_status_t kreplay_configure_kernel_replay_options(
+    const kreplay_kernel_replay_options_t* options) {
+  return firewall([&] {
+    if (options == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "options is NULL");
+    return report(Runtime::get().set_replay_options(*options));
+  });
+}
+
+kreplay_status_t kreplay_get_agent_count(size_t* count) {
+  return firewall([&] {
+    if (count == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "count is NULL");
+    *count = Runtime::get().agent_count();
+    return KREPLAY_STATUS_SUCCESS;
+  });
+}
+
+namespace {
+kreplay_status_t copy_agent(const kreplay::sdk::AgentEntry* e, kreplay_agent_t* agent) {
+  if (agent == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "agent is NULL");
+  if (e == nullptr) return fail(KREPLAY_STATUS_ERROR_AGENT_NOT_FOUND, "no such agent");
+  if (agent->size < KREPLAY_AGENT_V1_SIZE) {
+    return fail(KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI,
+                "agent->size is smaller than KREPLAY_AGENT_V1_SIZE; set agent->size = "
+                "sizeof(kreplay_agent_t)");
+  }
+  size_t n = std::min<size_t>(agent->size, sizeof(kreplay_agent_t));
+  std::memcpy(agent, &e->desc, n);
+  agent->size = n;
+  return KREPLAY_STATUS_SUCCESS;
+}
+}  // namespace
+
+kreplay_status_t kreplay_query_agent(size_t index, kreplay_agent_t* agent) {
+  return firewall([&] { return copy_agent(Runtime::get().agent_by_index(index), agent); });
+}
+
+kreplay_status_t kreplay_query_agent_by_id(kreplay_agent_id_t agent_id, kreplay_agent_t* agent) {
+  return firewall([&] { return copy_agent(Runtime::get().agent(agent_id.handle), agent); });
+}
+
+kreplay_status_t kreplay_iterate_agent_counters(kreplay_agent_id_t agent_id,
+                                                kreplay_agent_counters_cb_t callback,
+                                                void* user_data) {
+  return firewall([&] {
+    if (callback == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "callback is NULL");
+    auto& rt = Runtime::get();
+    const auto* a = rt.agent(agent_id.handle);
+    if (a == nullptr) return fail(KREPLAY_STATUS_ERROR_AGENT_NOT_FOUND, "no such agent");
+    auto list = rt.counters().list(agent_id.handle, a->device);
+    if (!list.ok()) return report(list.status());
+    callback(agent_id, list->data(), list->size(), user_data);
+    return KREPLAY_STATUS_SUCCESS;
+  });
+}
+
+kreplay_status_t kreplay_query_counter_info(kreplay_counter_id_t counter_id,
+                                            kreplay_counter_info_t* info) {
+  return firewall([&] {
+    if (info == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "info is NULL");
+    if (info->size < KREPLAY_COUNTER_INFO_V1_SIZE)
+      return fail(KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI, "info->size is too small");
+    const auto* e = Runtime::get().counters().counter(counter_id.handle);
+    if (e == nullptr) return fail(KREPLAY_STATUS_ERROR_COUNTER_NOT_FOUND, "no such counter");
+    size_t n = std::min<size_t>(info->size, sizeof(kreplay_counter_info_t));
+    std::memcpy(info, &e->info, n);
+    info->size = n;
+    return KREPLAY_STATUS_SUCCESS;
+  });
+}
+
+kreplay_status_t kreplay_create_counter_config(kreplay_agent_id_t agent_id,
+                                               const char* const* counter_names, size_t count,
+                                               kreplay_counter_config_id_t* config_id) {
+  return firewall([&] {
+    if (counter_names == nullptr || config_id == nullptr || count == 0)
+      return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                  "counter_names and config_id must be set and count > 0");
+    auto& rt = Runtime::get();
+    const auto* a = rt.agent(agent_id.handle);
+    if (a == nullptr) return fail(KREPLAY_STATUS_ERROR_AGENT_NOT_FOUND, "no such agent");
+    std::vector<std::string> names;
+    for (size_t i = 0; i < count; ++i) {
+      if (counter_names[i] == nullptr)
+        return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "a counter name is NULL");
+      names.emplace_back(counter_names[i]);
+    }
+    auto r = rt.counters().create_config(agent_id.handle, a->device, names);
+    if (!r.ok()) return report(r.status());
+    config_id->handle = *r;
+    return KREPLAY_STATUS_SUCCESS;
+  });
+}
+
+kreplay_status_t kreplay_query_counter_config(kreplay_counter_config_id_t config_id,
+                                              kreplay_counter_config_info_t* info) {
+  return firewall([&] {
+    if (info == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "info is NULL");
+    if (info->size < KREPLAY_STRUCT_SIZE(kreplay_counter_config_info_t, pass_count))
+      return fail(KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI, "info->size is too small");
+    const auto* c = Runtime::get().counters().config(config_id.handle);
+    if (c == nullptr) return fail(KREPLAY_STATUS_ERROR_CONFIG_NOT_FOUND, "no such config");
+    kreplay_counter_config_info_t out{};
+    out.size = sizeof(out);
+    out.agent_id.handle = c->agent;
+    out.counter_count = c->counter_ids.size();
+    out.pass_count = c->set->pass_count();
+    size_t n = std::min<size_t>(info->size, sizeof(out));
+    std::memcpy(info, &out, n);
+    info->size = n;
+    return KREPLAY_STATUS_SUCCESS;
+  });
+}
+
+kreplay_status_t kreplay_configure_dispatch_counting_service(
+    kreplay_context_id_t context_id, kreplay_dispatch_counting_cb_t dispatch_callback,
+    void* dispatch_callback_args, kreplay_counter_record_cb_t record_callback,
+    void* record_callback_args) {
+  return firewall([&] {
+    kreplay::sdk::CountingService s{dispatch_callback, dispatch_callback_args, record_callback,
+                                    record_callback_args};
+    return report(Runtime::get().registry().configure_counting(context_id.handle, s));
+  });
+}
+
+kreplay_status_t kreplay_force_configure(kreplay_configure_func_t configure_func) {
+  return firewall([&] { return report(Runtime::get().force_configure(configure_func)); });
+}
+
+kreplay_status_t kreplay_is_initialized(int* status) {
+  if (status == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "status is NULL");
+  *status = Runtime::get().initialized() ? 1 : 0;
+  return KREPLAY_STATUS_SUCCESS;
+}
+
+kreplay_status_t kreplay_is_finalized(int* status) {
+  if (status == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "status is NULL");
+  *status = Runtime::get().finalized() ? 1 : 0;
+  return KREPLAY_STATUS_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,284 @@
+// The SDK's side of the engine (replay::Hooks): turns engine events into tool callbacks and runs
+// the per-pass services (dispatch tracing, counter collection), honouring local context control.
+#include "sdk/hooks.hpp"
+
+#include <exception>
+
+#include "common/logging.hpp"
+#include "common/util.hpp"
+#include "replay/local_context.hpp"
+#include "sdk/runtime.hpp"
+
+namespace kreplay::sdk {
+namespace {
+
+// A context takes part in the current pass when it is globally active and no local override of
+// the running replay loop (on this thread) stopped it.
+bool effective(const Context& c) {
+  if (!c.active.load(std::memory_order_acquire)) return false;
+  if (!replay::local_overrides_present()) return true;
+  auto o = replay::local_override(c.handle);
+  return o.value_or(true);
+}
+
+template <typename Fn>
+void guarded(const char* what, Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    KR_ERROR("a tool's {} callback threw: {}", what, e.what());
+  } catch (...) {
+    KR_ERROR("a tool's {} callback threw an unknown exception", what);
+  }
+}
+
+kreplay_callback_tracing_record_t make_record(const Context& c, const replay::DispatchState& st,
+                                              kreplay_callback_tracing_kind_t kind, uint32_t op,
+                                              kreplay_callback_phase_t phase, void* payload) {
+  kreplay_callback_tracing_record_t r{};
+  r.context_id.handle = c.handle;
+  r.thread_id = st.thread_id;
+  r.correlation_id = st.correlation;
+  r.kind = kind;
+  r.operation = op;
+  r.phase = phase;
+  r.payload = payload;
+  return r;
+}
+
+}  // namespace
+
+// Per-dispatch scratch: which contexts saw KERNEL_DISPATCH ENTER and which counters are armed.
+struct HookData {
+  struct Traced {
+    Context* ctx;
+    kreplay_user_data_t user_data;
+  };
+  struct Armed {
+    Context* ctx;
+    kreplay_user_data_t user_data;
+    const ConfigEntry* config;
+  };
+  std::vector<Traced> traced;
+  std::vector<Armed> armed;
+  std::vector<device::CounterSet*> sets;
+  std::vector<kreplay_counter_record_t> records;
+};
+
+namespace {
+
+std::vector<std::unique_ptr<HookData>>& hook_free_list() {
+  thread_local std::vector<std::unique_ptr<HookData>> list;
+  return list;
+}
+
+// Dispatches begin and end on the same thread, so a thread-local free list suffices.
+HookData* acquire_hook_data() {
+  auto& list = hook_free_list();
+  if (list.empty()) return new HookData();  // NOLINT: owned by DispatchState until released
+  HookData* d = list.back().release();
+  list.pop_back();
+  return d;
+}
+
+void release_hook_data(HookData* d) { hook_free_list().emplace_back(d); }
+
+}  // namespace
+
+SdkHooks::SdkHooks(Runtime& rt) : rt_(rt) {}
+
+bool SdkHooks::any_dispatch_service() { return rt_.registry().any_dispatch_level_active(); }
+
+bool SdkHooks::replay_configured() { return rt_.registry().replay_context() != nullptr; }
+
+std::vector<uint64_t> SdkHooks::active_contexts() { return rt_.registry().active_handles(); }
+
+void SdkHooks::config_enter(replay::DispatchState& st) {
+  Context* c = rt_.registry().replay_context();
+  if (c == nullptr || !c->active.load(std::memory_order_acquire)) return;
+  const auto& sub = c->callbacks[KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY];
+  if (!sub.wants(KREPLAY_KERNEL_REPLAY_CONFIG)) return;
+  kreplay_callback_tracing_kernel_replay_data_t payload{};
+  payload.size = sizeof(payload);
+  payload.dispatch_info = st.info;
+  kreplay_user_data_t user_data{};
+  auto rec = make_record(*c, st, KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY,
+                         KREPLAY_KERNEL_REPLAY_CONFIG, KREPLAY_CALLBACK_PHASE_ENTER, &payload);
+  guarded("CONFIG", [&] { sub.callback(rec, &user_data, sub.args); });
+  st.pass_count = payload.replay_pass_count;
+  st.replay_continue = payload.replay_continue;
+  st.user_data = user_data;
+  st.config_fired = true;
+}
+
+void SdkHooks::config_exit(replay::DispatchState& st) {
+  if (!st.config_fired) return;
+  Context* c = rt_.registry().replay_context();
+  const auto& sub = c->callbacks[KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY];
+  kreplay_callback_tracing_kernel_replay_data_t payload{};
+  payload.size = sizeof(payload);
+  payload.dispatch_info = st.info;
+  payload.outcome = &st.outcome;
+  kreplay_user_data_t user_data = st.user_data;
+  auto rec = make_record(*c, st, KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY,
+                         KREPLAY_KERNEL_REPLAY_CONFIG, KREPLAY_CALLBACK_PHASE_EXIT, &payload);
+  guarded("CONFIG", [&] { sub.callback(rec, &user_data, sub.args); });
+}
+
+void SdkHooks::deliver_pass(replay::DispatchState& st, kreplay_callback_phase_t phase,
+                            replay::LocalContextScope* local) {
+  Context* c = rt_.registry().replay_context();
+  if (c == nullptr) return;
+  const auto& sub = c->callbacks[KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY];
+  if (!sub.wants(KREPLAY_KERNEL_REPLAY_PASS)) return;
+  kreplay_callback_tracing_kernel_replay_data_t payload{};
+  payload.size = sizeof(payload);
+  payload.dispatch_info = st.info;
+  payload.current_pass = st.pass;
+  payload.total_passes = st.plan.indefinite ? 0 : st.plan.requested;
+  payload.replay_start_context = &replay::replay_start_context;
+  payload.replay_stop_context = &replay::replay_stop_context;
+  kreplay_user_data_t user_data = st.user_data;  // a copy: PASS writes do not persist
+  auto rec = make_record(*c, st, KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY, KREPLAY_KERNEL_REPLAY_PASS,
+                         phase, &payload);
+  if (local) local->arm(true);
+  guarded("PASS", [&] { sub.callback(rec, &user_data, sub.args); });
+  if (local) local->arm(false);
+}
+
+void SdkHooks::pass_enter(replay::DispatchState& st, replay::LocalContextScope& local) {
+  deliver_pass(st, KREPLAY_CALLBACK_PHASE_ENTER, &local);
+}
+
+void SdkHooks::pass_exit(replay::DispatchState& st) {
+  deliver_pass(st, KREPLAY_CALLBACK_PHASE_EXIT, nullptr);
+}
+
+bool SdkHooks::before_submit(replay::DispatchState& st) {
+  HookData* d = static_cast<HookData*>(st.hook_data);
+  if (d == nullptr) {
+    d = acquire_hook_data();
+    st.hook_data = d;
+  }
+  d->traced.clear();
+  d->armed.clear();
+  d->sets.clear();
+  for (const auto& cptr : rt_.registry().contexts()) {
+    Context& c = *cptr;
+    if (!c.dispatch_level() || !effective(c)) continue;
+    const auto& dsub = c.callbacks[KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH];
+    if (dsub.wants(KREPLAY_KERNEL_DISPATCH_EXECUTE)) {
+      kreplay_callback_tracing_kernel_dispatch_data_t payload{};
+      payload.size = sizeof(payload);
+      payload.dispatch_info = st.info;
+      payload.replay_pass = st.pass;
+      kreplay_user_data_t ud{};
+      auto rec = make_record(c, st, KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH,
+                             KREPLAY_KERNEL_DISPATCH_EXECUTE, KREPLAY_CALLBACK_PHASE_ENTER,
+                             &payload);
+      guarded("KERNEL_DISPATCH", [&] { dsub.callback(rec, &ud, dsub.args); });
+      d->traced.push_back({&c, ud});
+    }
+    if (c.counting.configured()) {
+      kreplay_dispatch_counting_data_t data{};
+      data.size = sizeof(data);
+      data.dispatch_info = st.info;
+      data.correlation_id = st.correlation;
+      data.replay_pass = st.pass;
+      kreplay_counter_config_id_t config{};
+      kreplay_user_data_t ud{};
+      guarded("dispatch counting",
+              [&] { c.counting.dispatch_callback(&data, &config, &ud, c.counting.dispatch_args); });
+      if (config.handle != 0) {
+        const ConfigEntry* e = rt_.counters().config(config.handle);
+        if (e == nullptr || e->agent != st.info.agent_id.handle) {
+          KR_WARN_ONCE("bad-config", "a tool picked a counter config that does not exist or is "
+                                     "for another agent; nothing is counted for that pass");
+        } else {
+          d->armed.push_back({&c, ud, e});
+          d->sets.push_back(e->set.get());
+        }
+      }
+    }
+  }
+  if (!d->sets.empty()) {
+    const AgentEntry* agent = rt_.agent(st.info.agent_id.handle);
+    device::CounterBackend* backend =
+        agent && agent->device ? agent->device->counters() : nullptr;
+    Status s = backend ? backend->begin_pass(*st.launch, d->sets)
+                       : Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "the agent has no counters");
+    if (!s.ok()) {
+      KR_WARN("dispatch {} pass {}: counters not collected: {}", st.info.dispatch_id, st.pass,
+              s.message());
+      d->armed.clear();
+      d->sets.clear();
+    }
+  }
+  return !d->traced.empty() || !d->sets.empty();
+}
+
+void SdkHooks::after_complete(replay::DispatchState& st) {
+  HookData* d = static_cast<HookData*>(st.hook_data);
+  if (d == nullptr) return;
+  const bool completed = st.timing.end_ns != 0;
+  if (!d->sets.empty()) {
+    const AgentEntry* agent = rt_.agent(st.info.agent_id.handle);
+    device::CounterBackend* backend = agent->device->counters();
+    auto values = backend->end_pass(*st.launch);
+    if (!completed) {
+      // Nothing ran (or the pass timed out): no values to report.
+    } else if (!values.ok()) {
+      KR_WARN("dispatch {} pass {}: reading counters failed: {}", st.info.dispatch_id, st.pass,
+              values.status().message());
+    } else {
+      for (size_t i = 0; i < d->armed.size() && i < values->size(); ++i) {
+        const auto& armed = d->armed[i];
+        const auto& vals = (*values)[i];
+        d->records.clear();
+        for (const auto& v : vals) {
+          kreplay_counter_record_t r{};
+          r.size = sizeof(r);
+          r.dispatch_id = st.info.dispatch_id;
+          r.replay_pass = st.pass;
+          r.agent_id = st.info.agent_id;
+          r.counter_id.handle = rt_.counters().id_for(st.info.agent_id.handle, v.name);
+          r.value = v.value;
+          d->records.push_back(r);
+        }
+        kreplay_dispatch_counting_data_t data{};
+        data.size = sizeof(data);
+        data.dispatch_info = st.info;
+        data.correlation_id = st.correlation;
+        data.replay_pass = st.pass;
+        guarded("counter record", [&] {
+          armed.ctx->counting.record_callback(&data, d->records.data(), d->records.size(),
+                                              armed.user_data, armed.ctx->counting.record_args);
+        });
+      }
+    }
+  }
+  for (auto& t : d->traced) {
+    const auto& dsub = t.ctx->callbacks[KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH];
+    kreplay_callback_tracing_kernel_dispatch_data_t payload{};
+    payload.size = sizeof(payload);
+    payload.dispatch_info = st.info;
+    payload.replay_pass = st.pass;
+    payload.start_timestamp = st.timing.start_ns;
+    payload.end_timestamp = st.timing.end_ns;
+    auto rec = make_record(*t.ctx, st, KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH,
+                           KREPLAY_KERNEL_DISPATCH_EXECUTE, KREPLAY_CALLBACK_PHASE_EXIT, &payload);
+    guarded("KERNEL_DISPATCH", [&] { dsub.callback(rec, &t.user_data, dsub.args); });
+  }
+  d->traced.clear();
+  d->armed.clear();
+  d->sets.clear();
+}
+
+void SdkHooks::end_dispatch(replay::DispatchState& st) {
+  if (st.hook_data != nullptr) {
+    release_hook_data(static_cast<HookData*>(st.hook_data));
+    st.hook_data = nullptr;
+  }
+}
+
+}  // namespace kreplay::sdk

@@ -1,0 +1,30 @@
+// SdkHooks: the SDK's implementation of replay::Hooks (see hooks.cpp).
+#pragma once
+
+#include "replay/engine.hpp"
+
+namespace kreplay::sdk {
+
+class Runtime;
+
+class SdkHooks final : public replay::Hooks {
+ public:
+  explicit SdkHooks(Runtime& rt);
+  bool any_dispatch_service() override;
+  bool replay_configured() override;
+  void config_enter(replay::DispatchState& st) override;
+  void config_exit(replay::DispatchState& st) override;
+  std::vector<uint64_t> active_contexts() override;
+  void pass_enter(replay::DispatchState& st, replay::LocalContextScope& local) override;
+  void pass_exit(replay::DispatchState& st) override;
+  bool before_submit(replay::DispatchState& st) override;
+  void after_complete(replay::DispatchState& st) override;
+  void end_dispatch(replay::DispatchState& st) override;
+
+ private:
+  void deliver_pass(replay::DispatchState& st, kreplay_callback_phase_t phase,
+                    replay::LocalContextScope* local);
+  Runtime& rt_;
+};
+
+}  // namespace kreplay::sdk
