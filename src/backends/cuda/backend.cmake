@@ -1,0 +1,34 @@
+# libkreplay_cuda.so: the injection library (CUDA_INJECTION64_PATH or LD_PRELOAD) holding the CUDA
+# backend. Included from CMakeLists.txt when CUDA and CUPTI are found.
+find_library(KREPLAY_ELF_STATIC NAMES libelf.a REQUIRED)
+find_library(KREPLAY_Z_STATIC NAMES libz.a REQUIRED)
+
+add_library(kreplay_cuda_symbols STATIC module_symbols.cpp vmm_tracker.cpp)
+target_include_directories(kreplay_cuda_symbols PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(kreplay_cuda_symbols PUBLIC kreplay_common ${KREPLAY_ELF_STATIC} ${KREPLAY_Z_STATIC}
+                      PRIVATE kreplay_build_flags)
+
+add_library(kreplay_cuda SHARED cuda_backend.cpp interceptor.cpp injection.cpp
+            ${CMAKE_CURRENT_SOURCE_DIR}/module_symbols.cpp ${CMAKE_CURRENT_SOURCE_DIR}/vmm_tracker.cpp)
+target_include_directories(kreplay_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(kreplay_cuda PRIVATE kreplay_sdk_internal kreplay_cuda_memory CUDA::cuda_driver
+                      CUDA::cupti ${KREPLAY_ELF_STATIC} ${KREPLAY_Z_STATIC} kreplay_build_flags)
+if(TARGET kreplay_cupti)
+  target_link_libraries(kreplay_cuda PRIVATE kreplay_cupti)
+  target_compile_definitions(kreplay_cuda PRIVATE KREPLAY_HAVE_CUPTI_COUNTERS=1)
+endif()
+install(TARGETS kreplay_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+
+# Host-side unit tests of the backend's pure parts (run in CI without a GPU).
+add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/symbols_kernels.cubin
+  COMMAND ${CMAKE_CUDA_COMPILER} -cubin -arch=sm_90 -o ${CMAKE_CURRENT_BINARY_DIR}/symbols_kernels.cubin
+          ${CMAKE_CURRENT_SOURCE_DIR}/testdata/symbols_kernels.cu
+  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/testdata/symbols_kernels.cu)
+add_custom_target(kreplay_test_cubin DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/symbols_kernels.cubin)
+kreplay_add_unit_test(cuda_module_symbols_test SOURCES module_symbols_test.cpp LIBS kreplay_cuda_symbols)
+if(TARGET cuda_module_symbols_test)
+  add_dependencies(cuda_module_symbols_test kreplay_test_cubin)
+  target_compile_definitions(cuda_module_symbols_test PRIVATE
+    KREPLAY_TEST_CUBIN="${CMAKE_CURRENT_BINARY_DIR}/symbols_kernels.cubin")
+endif()
+kreplay_add_unit_test(cuda_vmm_tracker_test SOURCES vmm_tracker_test.cpp LIBS kreplay_cuda_symbols)

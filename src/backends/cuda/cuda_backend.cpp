@@ -1,0 +1,267 @@
+// CudaDevice and CudaLaunch (see cuda_backend.hpp).
+#include "backends/cuda/cuda_backend.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "backends/cuda/internal_guard.hpp"
+#include "backends/cuda/memory/memory_ops.hpp"
+#include "common/logging.hpp"
+#include "common/util.hpp"
+
+namespace kreplay::cuda {
+
+Status cu_error(CUresult r, const char* what) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  cuGetErrorName(r, &name);
+  cuGetErrorString(r, &text);
+  return Error(KREPLAY_STATUS_ERROR, fmt::format("{} failed: {} ({})", what, name ? name : "?",
+                                                 text ? text : "no description"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// CudaDevice
+// ---------------------------------------------------------------------------------------------
+
+CudaDevice::CudaDevice(CUdevice dev, int ordinal) : dev_(dev) {
+  InternalScope internal;
+  char name[256] = {};
+  cuDeviceGetName(name, sizeof(name), dev);
+  desc_.type = KREPLAY_AGENT_TYPE_CUDA_GPU;
+  desc_.device_index = static_cast<uint32_t>(ordinal);
+  desc_.name = name;
+  size_t total = 0;
+  cuDeviceTotalMem(&total, dev);
+  desc_.memory_bytes = total;
+  int v = 0;
+  cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  desc_.multiprocessor_count = static_cast<uint32_t>(v);
+  cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  desc_.cc_major = static_cast<uint32_t>(v);
+  cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  desc_.cc_minor = static_cast<uint32_t>(v);
+  CUuuid uuid{};
+  if (cuDeviceGetUuid_v2(&uuid, dev) == CUDA_SUCCESS) {
+    const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+    desc_.uuid = fmt::format(
+        "GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}"
+        "{:02x}{:02x}",
+        b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+        b[14], b[15]);
+  }
+  // The chip name CUPTI uses ("GH100" for H100 and H200) is filled in by the counter backend.
+  desc_.chip = desc_.cc_major == 9 && desc_.cc_minor == 0 ? "GH100" : "";
+}
+
+CudaDevice::~CudaDevice() = default;
+
+Result<MemoryOps*> CudaDevice::ops() {
+  std::lock_guard lock(ops_mu_);
+  if (!ops_) {
+    InternalScope internal;
+    CUcontext ctx = nullptr;
+    KR_CU(cuCtxGetCurrent(&ctx));
+    if (ctx == nullptr) {
+      return Error(KREPLAY_STATUS_ERROR, "no CUDA context is current on the launching thread");
+    }
+    auto created = MemoryOps::create(ctx, dev_);
+    if (!created.ok()) return created.status();
+    ops_ = std::move(created).value();
+  }
+  return ops_.get();
+}
+
+void CudaDevice::note_stream(CUstream s) {
+  {
+    std::shared_lock lock(streams_mu_);
+    if (streams_.count(s)) return;
+  }
+  std::unique_lock lock(streams_mu_);
+  streams_.insert(s);
+}
+
+void CudaDevice::forget_stream(CUstream s) {
+  std::unique_lock lock(streams_mu_);
+  streams_.erase(s);
+}
+
+Status CudaDevice::drain(uint64_t timeout_ms) {
+  InternalScope internal;
+  std::vector<CUstream> streams;
+  {
+    std::shared_lock lock(streams_mu_);
+    streams.assign(streams_.begin(), streams_.end());
+  }
+  // Poll every stream that carried work, so a stream that never finishes (a kernel waiting for
+  // the host or for another process) times out instead of hanging the application.
+  const uint64_t deadline = now_ns() + timeout_ms * 1000000ull;
+  unsigned spins = 0;
+  while (true) {
+    bool busy = false;
+    for (CUstream s : streams) {
+      CUresult r = cuStreamQuery(s);
+      if (r == CUDA_ERROR_NOT_READY) {
+        busy = true;
+        break;
+      }
+    }
+    if (!busy) break;
+    if (now_ns() > deadline) {
+      return Error(KREPLAY_STATUS_ERROR,
+                   fmt::format("work on the device did not finish within {} ms", timeout_ms));
+    }
+    if (++spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  KR_CU(cuCtxSynchronize());
+  return Status::Ok();
+}
+
+uint64_t CudaDevice::storage_available(device::StorageTier tier) {
+  auto o = ops();
+  return o.ok() ? (*o)->storage_available(tier) : 0;
+}
+
+Result<device::Storage> CudaDevice::allocate_storage(device::StorageTier tier, uint64_t bytes) {
+  ASSIGN_OR_RETURN(MemoryOps * o, ops());
+  return o->allocate_storage(tier, bytes);
+}
+
+void CudaDevice::free_storage(const device::Storage& storage) {
+  auto o = ops();
+  if (o.ok()) (*o)->free_storage(storage);
+}
+
+Status CudaDevice::snapshot(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                            std::span<uint64_t> digests) {
+  ASSIGN_OR_RETURN(MemoryOps * o, ops());
+  return o->snapshot(regions, chunk_bytes, digests);
+}
+
+Status CudaDevice::find_changed(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                                std::span<const uint64_t> digests, std::vector<uint64_t>* changed) {
+  ASSIGN_OR_RETURN(MemoryOps * o, ops());
+  return o->find_changed(regions, chunk_bytes, digests, changed);
+}
+
+Status CudaDevice::restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                           std::span<const uint64_t> chunks) {
+  ASSIGN_OR_RETURN(MemoryOps * o, ops());
+  return o->restore(regions, chunk_bytes, chunks);
+}
+
+// ---------------------------------------------------------------------------------------------
+// CudaLaunch
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+// Events are reused per thread: launches begin and end on one thread.
+std::vector<CUevent>& event_pool() {
+  thread_local std::vector<CUevent> pool;
+  return pool;
+}
+
+CUevent take_event() {
+  auto& pool = event_pool();
+  if (!pool.empty()) {
+    CUevent e = pool.back();
+    pool.pop_back();
+    return e;
+  }
+  CUevent e = nullptr;
+  if (cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return nullptr;
+  return e;
+}
+
+void give_event(CUevent e) {
+  if (e != nullptr) event_pool().push_back(e);
+}
+
+}  // namespace
+
+CudaLaunch::~CudaLaunch() {
+  give_event(start_);
+  give_event(end_);
+}
+
+void CudaLaunch::record_start() {
+  if (capturing) return;
+  InternalScope internal;
+  if (start_ == nullptr) start_ = take_event();
+  if (end_ == nullptr) end_ = take_event();
+  timed_ = start_ != nullptr && end_ != nullptr && cuEventRecord(start_, stream) == CUDA_SUCCESS;
+}
+
+void CudaLaunch::record_end() {
+  if (capturing || !timed_) return;
+  InternalScope internal;
+  timed_ = cuEventRecord(end_, stream) == CUDA_SUCCESS;
+}
+
+Status CudaLaunch::relaunch() {
+  InternalScope internal;
+  record_start();
+  CUresult r = CUDA_SUCCESS;
+  switch (api) {
+    case LaunchApi::kKernel:
+      r = cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
+                         stream, params, extra);
+      break;
+    case LaunchApi::kCooperative:
+      r = cuLaunchCooperativeKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                    shared_bytes, stream, params);
+      break;
+    case LaunchApi::kKernelEx: {
+      // The application's config with its stream resolved the same way (per-thread streams).
+      CUlaunchConfig c = *config;
+      c.hStream = stream;
+      r = cuLaunchKernelEx(&c, f, params, extra);
+      break;
+    }
+    case LaunchApi::kGraph:
+      r = cuGraphLaunch(graph, stream);
+      break;
+  }
+  if (r != CUDA_SUCCESS) return cu_error(r, "relaunch");
+  record_end();
+  return Status::Ok();
+}
+
+Status CudaLaunch::wait(uint64_t timeout_ms, device::PassTiming* timing) {
+  if (capturing || !timed_) {
+    // Nothing executes for a captured launch; without events, fall back to the stream.
+    if (!capturing) {
+      InternalScope internal;
+      KR_CU(cuStreamSynchronize(stream));
+    }
+    if (timing) timing->start_ns = timing->end_ns = now_ns();
+    return Status::Ok();
+  }
+  InternalScope internal;
+  const uint64_t deadline = now_ns() + timeout_ms * 1000000ull;
+  unsigned spins = 0;
+  while (true) {
+    CUresult r = cuEventQuery(end_);
+    if (r == CUDA_SUCCESS) break;
+    if (r != CUDA_ERROR_NOT_READY) return cu_error(r, "cuEventQuery");
+    if (now_ns() > deadline) {
+      return Error(KREPLAY_STATUS_ERROR,
+                   fmt::format("the launch did not complete within {} ms", timeout_ms));
+    }
+    if (++spins > 256) std::this_thread::sleep_for(std::chrono::microseconds(10));
+  }
+  uint64_t end = now_ns();
+  float ms = 0;
+  if (timing) {
+    if (cuEventElapsedTime(&ms, start_, end_) != CUDA_SUCCESS) ms = 0;
+    uint64_t dur = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
+    timing->end_ns = end;
+    timing->start_ns = end > dur ? end - dur : end;
+    if (timing->end_ns == timing->start_ns) ++timing->end_ns;
+  }
+  return Status::Ok();
+}
+
+}  // namespace kreplay::cuda

@@ -1,0 +1,110 @@
+// The CUDA backend: a device::Device per GPU and a device::Launch per intercepted launch, fed by
+// CUPTI callbacks (interceptor.cpp) in an injected library (injection.cpp).
+//
+// Threading: launches are handled synchronously on the thread that calls the CUDA API (inside the
+// CUPTI callback); a CudaLaunch lives from the API's ENTER callback to its EXIT callback.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "device/device.hpp"
+
+namespace kreplay::cuda {
+
+class MemoryOps;
+
+/// "cuXxx failed: CUDA_ERROR_YYY (message)".
+Status cu_error(CUresult r, const char* what);
+
+#define KR_CU(call)                                                       \
+  do {                                                                    \
+    CUresult kr_cu_ = (call);                                             \
+    if (kr_cu_ != CUDA_SUCCESS) return ::kreplay::cuda::cu_error(kr_cu_, #call); \
+  } while (0)
+
+class CudaDevice final : public device::Device {
+ public:
+  CudaDevice(CUdevice dev, int ordinal);
+  ~CudaDevice() override;
+
+  const device::AgentDesc& desc() const override { return desc_; }
+  Status drain(uint64_t timeout_ms) override;
+  uint64_t storage_available(device::StorageTier tier) override;
+  Result<device::Storage> allocate_storage(device::StorageTier tier, uint64_t bytes) override;
+  void free_storage(const device::Storage& storage) override;
+  Status snapshot(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                  std::span<uint64_t> digests) override;
+  Status find_changed(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                      std::span<const uint64_t> digests, std::vector<uint64_t>* changed) override;
+  Status restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                 std::span<const uint64_t> chunks) override;
+  device::CounterBackend* counters() override { return counters_; }
+
+  void set_counters(device::CounterBackend* c) { counters_ = c; }
+
+  /// Streams that have carried work on this device (for drain).
+  void note_stream(CUstream s);
+  void forget_stream(CUstream s);
+
+  CUdevice cu_device() const { return dev_; }
+  uint64_t agent = 0;
+
+ private:
+  Result<MemoryOps*> ops();
+
+  CUdevice dev_;
+  device::AgentDesc desc_;
+  std::mutex ops_mu_;
+  std::unique_ptr<MemoryOps> ops_;
+  std::shared_mutex streams_mu_;
+  std::set<CUstream> streams_;
+  device::CounterBackend* counters_ = nullptr;
+};
+
+/// Which API the application used, so passes > 0 are submitted the same way.
+enum class LaunchApi { kKernel, kKernelEx, kCooperative, kGraph };
+
+class CudaLaunch final : public device::Launch {
+ public:
+  ~CudaLaunch() override;
+  const device::LaunchInfo& info() const override { return info_; }
+  Status relaunch() override;
+  Status wait(uint64_t timeout_ms, device::PassTiming* timing) override;
+
+  /// Record the event that marks the start of a submission (before it), and its end (after).
+  void record_start();
+  void record_end();
+
+  device::LaunchInfo info_;
+  LaunchApi api = LaunchApi::kKernel;
+  CUfunction f = nullptr;
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  unsigned shared_bytes = 0;
+  CUstream stream = nullptr;
+  void** params = nullptr;
+  void** extra = nullptr;
+  const CUlaunchConfig* config = nullptr;
+  CUgraphExec graph = nullptr;
+  bool capturing = false;  ///< the stream is under capture: nothing executes, no events
+  std::vector<std::byte> args;
+  CudaDevice* device = nullptr;
+
+ private:
+  CUevent start_ = nullptr, end_ = nullptr;
+  bool timed_ = false;
+};
+
+/// Start kreplay's CUDA side: subscribe to CUPTI and enable the callbacks. Idempotent. Returns
+/// false (after one clear line) when CUPTI is already held by another tool.
+bool start_interception();
+
+}  // namespace kreplay::cuda

@@ -1,0 +1,771 @@
+// The CUPTI callback: every CUDA driver call kreplay cares about, turned into engine and SDK
+// events.
+//
+// Launches (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and their per-thread-stream
+// variants; runtime launches reach these): ENTER builds a CudaLaunch and calls Engine::enter — which
+// may drain, snapshot and fire PASS 0 ENTER — then the application's own call runs as pass 0, and
+// EXIT calls Engine::exit, which runs the remaining passes. Graph launches are one declined
+// dispatch each. Allocation calls keep the inventory; frees retire entries before the memory goes.
+// Copies, memsets and frees from other threads wait while a window is open (memory guards).
+// kreplay's own calls (InternalScope) are ignored.
+#include <cupti.h>
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/internal_guard.hpp"
+#include "backends/cuda/module_symbols.hpp"
+#include "backends/cuda/vmm_tracker.hpp"
+#include "common/env.hpp"
+#include "common/logging.hpp"
+#include "common/util.hpp"
+#include "sdk/runtime.hpp"
+
+namespace kreplay::cuda {
+namespace {
+
+// ---- state ------------------------------------------------------------------------------------
+
+struct FuncInfo {
+  std::vector<std::pair<size_t, size_t>> params;  // (offset, size)
+  size_t arg_bytes = 0;
+  bool params_known = false;
+  uint32_t registers = 0;
+  uint32_t static_shared = 0;
+  uint64_t kernel_id = 0;
+  const sdk::KernelEntry* entry = nullptr;
+};
+
+struct LoadedModule {
+  uint64_t code_object = 0;
+  uint64_t agent = 0;
+  ModuleSymbols symbols;
+  std::vector<uint64_t> globals;  // addresses registered from this module
+};
+
+class InventorySink final : public VmmSink {
+ public:
+  uint64_t agent = 0;
+  uint64_t add_region(uint64_t va, uint64_t size) override {
+    return sdk::Runtime::get().on_allocate(agent, va, size, KREPLAY_MEMORY_KIND_VIRTUAL);
+  }
+  void add_alias(uint64_t region, uint64_t va, uint64_t size) override {
+    sdk::Runtime::get().inventory().add_alias(region, va, size);
+  }
+  void remove(uint64_t va) override { sdk::Runtime::get().on_free(agent, va); }
+};
+
+struct State {
+  CUpti_SubscriberHandle subscriber = nullptr;
+  std::once_flag devices_once;
+  std::vector<std::unique_ptr<CudaDevice>> devices;  // by ordinal; written once
+
+  std::shared_mutex mu;  // guards the maps below
+  std::unordered_map<CUfunction, std::unique_ptr<FuncInfo>> funcs;
+  std::unordered_map<CUcontext, CudaDevice*> contexts;
+  std::map<uint32_t, LoadedModule> modules;            // CUPTI module id → module
+  std::unordered_map<std::string, uint64_t> kernel_ids;  // mangled → kernel id
+  std::unordered_map<uintptr_t, bool> scanned_modules;   // CUmodule/CUlibrary → globals scanned
+  std::map<uint64_t, CUdevice> vmm_handle_device;         // VMM handle → device
+
+  std::mutex vmm_mu;
+  std::map<CUdevice, std::unique_ptr<InventorySink>> vmm_sinks;
+  std::map<CUdevice, std::unique_ptr<VmmTracker>> vmm_trackers;
+
+  uint64_t graph_kernel_id = 0;
+};
+
+State& state() {
+  static State* s = new State();  // NOLINT: lives for the process
+  return *s;
+}
+
+// In-flight launches and memory guards, handed from ENTER to EXIT through CUPTI's
+// correlationData slot (a pointer-sized value shared by the two callbacks of one API call).
+struct InFlight {
+  std::unique_ptr<CudaLaunch> launch;
+  replay::DispatchState* st = nullptr;
+  replay::Engine::MemoryGuard guard;
+};
+
+// ---- devices and contexts ---------------------------------------------------------------------
+
+void init_devices() {
+  std::call_once(state().devices_once, [] {
+    InternalScope internal;
+    int count = 0;
+    if (cuDeviceGetCount(&count) != CUDA_SUCCESS) count = 0;
+    for (int i = 0; i < count; ++i) {
+      CUdevice dev = 0;
+      if (cuDeviceGet(&dev, i) != CUDA_SUCCESS) continue;
+      auto d = std::make_unique<CudaDevice>(dev, i);
+      d->agent = sdk::Runtime::get().add_device(d.get());
+      state().devices.push_back(std::move(d));
+    }
+    // Tools load once the devices are known, so they can list agents and counters.
+    sdk::Runtime::get().initialize();
+  });
+}
+
+CudaDevice* device_of_ordinal(CUdevice dev) {
+  for (auto& d : state().devices) {
+    if (d->cu_device() == dev) return d.get();
+  }
+  return nullptr;
+}
+
+CudaDevice* device_of_context(CUcontext ctx) {
+  if (ctx == nullptr) {
+    InternalScope internal;
+    cuCtxGetCurrent(&ctx);
+    if (ctx == nullptr) return nullptr;
+  }
+  {
+    std::shared_lock lock(state().mu);
+    auto it = state().contexts.find(ctx);
+    if (it != state().contexts.end()) return it->second;
+  }
+  CUdevice dev = 0;
+  {
+    InternalScope internal;
+    if (cuCtxGetDevice_v2(&dev, ctx) != CUDA_SUCCESS) return nullptr;
+  }
+  CudaDevice* d = device_of_ordinal(dev);
+  std::unique_lock lock(state().mu);
+  state().contexts[ctx] = d;
+  return d;
+}
+
+// ---- kernels and modules ----------------------------------------------------------------------
+
+uint64_t kernel_id_for(uint64_t agent, const std::string& mangled) {
+  {
+    std::shared_lock lock(state().mu);
+    auto it = state().kernel_ids.find(mangled);
+    if (it != state().kernel_ids.end()) return it->second;
+  }
+  uint64_t id = sdk::Runtime::get().register_kernel(agent, 0, mangled);
+  std::unique_lock lock(state().mu);
+  state().kernel_ids.emplace(mangled, id);
+  return id;
+}
+
+void on_module_loaded(CUcontext ctx, const CUpti_ModuleResourceData* m) {
+  CudaDevice* dev = device_of_context(ctx);
+  if (dev == nullptr || m == nullptr) return;
+  LoadedModule mod;
+  mod.agent = dev->agent;
+  auto syms = read_module_symbols(
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(m->pCubin), m->cubinSize));
+  if (syms.ok()) {
+    mod.symbols = std::move(syms).value();
+  } else {
+    KR_DEBUG("module {}: {}", m->moduleId, syms.status().message());
+  }
+  auto& rt = sdk::Runtime::get();
+  mod.code_object = rt.register_code_object(dev->agent, fmt::format("cuda-module-{}", m->moduleId));
+  for (const auto& k : mod.symbols.kernels) {
+    uint64_t id = rt.register_kernel(dev->agent, mod.code_object, k);
+    std::unique_lock lock(state().mu);
+    state().kernel_ids.emplace(k, id);
+  }
+  std::unique_lock lock(state().mu);
+  state().modules[m->moduleId] = std::move(mod);
+}
+
+void on_module_unloading(const CUpti_ModuleResourceData* m) {
+  if (m == nullptr) return;
+  LoadedModule mod;
+  {
+    std::unique_lock lock(state().mu);
+    auto it = state().modules.find(m->moduleId);
+    if (it == state().modules.end()) return;
+    mod = std::move(it->second);
+    state().modules.erase(it);
+  }
+  auto& rt = sdk::Runtime::get();
+  auto guard = rt.engine().guard_memory(mod.agent);
+  for (uint64_t addr : mod.globals) rt.on_free(mod.agent, addr);
+  rt.unregister_code_object(mod.agent, mod.code_object);
+}
+
+// Module-scope variables become tracked the first time a kernel of their module launches: only
+// then is the module's handle known (CUPTI's load event carries the cubin, not the handle).
+void scan_module_globals(CudaDevice* dev, CUfunction f, const std::string& mangled) {
+  InternalScope internal;
+  // Lazy loading: make sure the function (and its module) is loaded in this context, so the
+  // module's load event has been seen and its variables exist.
+  cuFuncLoad(f);
+  CUmodule mod = nullptr;
+  CUlibrary lib = nullptr;
+  uintptr_t key = 0;
+  if (cuFuncGetModule(&mod, f) == CUDA_SUCCESS && mod != nullptr) {
+    key = reinterpret_cast<uintptr_t>(mod);
+  } else if (cuKernelGetLibrary(&lib, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS && lib) {
+    key = reinterpret_cast<uintptr_t>(lib);
+  } else {
+    return;
+  }
+  {
+    std::unique_lock lock(state().mu);
+    if (state().scanned_modules.count(key)) return;
+    state().scanned_modules[key] = true;
+  }
+  // Candidate cubins: those defining this kernel.
+  std::vector<std::pair<uint32_t, ModuleSymbols::Variable>> vars;
+  {
+    std::shared_lock lock(state().mu);
+    for (const auto& [id, m] : state().modules) {
+      if (m.agent != dev->agent) continue;
+      if (!std::binary_search(m.symbols.kernels.begin(), m.symbols.kernels.end(), mangled)) continue;
+      for (const auto& v : m.symbols.variables) vars.emplace_back(id, v);
+    }
+  }
+  auto& rt = sdk::Runtime::get();
+  for (const auto& [module_id, v] : vars) {
+    CUdeviceptr ptr = 0;
+    size_t size = 0;
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    if (mod != nullptr) {
+      r = cuModuleGetGlobal(&ptr, &size, mod, v.name.c_str());
+    } else if (v.managed) {
+      r = cuLibraryGetManaged(&ptr, &size, lib, v.name.c_str());
+    } else {
+      r = cuLibraryGetGlobal(&ptr, &size, lib, v.name.c_str());
+    }
+    if (r != CUDA_SUCCESS || ptr == 0 || size == 0) continue;
+    replay::Region existing;
+    if (rt.inventory().find(dev->agent, ptr, &existing)) continue;
+    rt.on_allocate(dev->agent, ptr, size, KREPLAY_MEMORY_KIND_MODULE_GLOBAL);
+    std::unique_lock lock(state().mu);
+    auto it = state().modules.find(module_id);
+    if (it != state().modules.end()) it->second.globals.push_back(ptr);
+  }
+}
+
+FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
+  {
+    std::shared_lock lock(state().mu);
+    auto it = state().funcs.find(f);
+    if (it != state().funcs.end()) return it->second.get();
+  }
+  InternalScope internal;
+  auto info = std::make_unique<FuncInfo>();
+  std::string mangled;
+  if (symbol != nullptr) {
+    mangled = symbol;
+  } else {
+    const char* name = nullptr;
+    if (cuFuncGetName(&name, f) == CUDA_SUCCESS && name) mangled = name;
+  }
+  if (mangled.empty()) mangled = fmt::format("kernel@{:p}", static_cast<void*>(f));
+  // Parameter layout, for the argument bytes (snapshot scope "args") and range recording.
+  for (size_t i = 0;; ++i) {
+    size_t off = 0, size = 0;
+    CUresult r = cuFuncGetParamInfo(f, i, &off, &size);
+    if (r != CUDA_SUCCESS) r = cuKernelGetParamInfo(reinterpret_cast<CUkernel>(f), i, &off, &size);
+    if (r != CUDA_SUCCESS) {
+      info->params_known = r == CUDA_ERROR_INVALID_VALUE || i > 0;
+      break;
+    }
+    info->params.emplace_back(off, size);
+    info->arg_bytes = std::max(info->arg_bytes, off + size);
+  }
+  int v = 0;
+  if (cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_SUCCESS) info->registers = v;
+  if (cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) == CUDA_SUCCESS)
+    info->static_shared = v;
+  scan_module_globals(dev, f, mangled);
+  info->kernel_id = kernel_id_for(dev->agent, mangled);
+  info->entry = sdk::Runtime::get().kernel(info->kernel_id);
+  std::unique_lock lock(state().mu);
+  auto [it, inserted] = state().funcs.emplace(f, std::move(info));
+  return it->second.get();
+}
+
+// ---- launches ---------------------------------------------------------------------------------
+
+bool capture_status(CUstream stream) {
+  InternalScope internal;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (cuStreamIsCapturing(stream, &st) != CUDA_SUCCESS) return false;
+  return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void pack_args(CudaLaunch& l, const FuncInfo& fi) {
+  if (l.extra != nullptr) {
+    // CU_LAUNCH_PARAM_BUFFER_POINTER form: the packed buffer is given directly.
+    void* buf = nullptr;
+    size_t size = 0;
+    for (void** e = l.extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+      if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = e[1];
+      if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<size_t*>(e[1]);
+    }
+    if (buf != nullptr && size > 0) {
+      l.args.resize(size);
+      std::memcpy(l.args.data(), buf, size);
+    }
+  } else if (l.params != nullptr && fi.params_known) {
+    l.args.assign(fi.arg_bytes, std::byte{0});
+    for (size_t i = 0; i < fi.params.size(); ++i) {
+      if (l.params[i] == nullptr) continue;
+      std::memcpy(l.args.data() + fi.params[i].first, l.params[i], fi.params[i].second);
+    }
+  }
+  l.info_.arg_bytes = std::span<const std::byte>(l.args.data(), l.args.size());
+}
+
+bool dispatch_services_wanted() {
+  auto& reg = sdk::Runtime::get().registry();
+  return reg.any_dispatch_level_active() || reg.replay_context() != nullptr;
+}
+
+void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  if (!dispatch_services_wanted()) return;
+  CudaDevice* dev = device_of_context(cb->context);
+  if (dev == nullptr) return;
+  auto launch = std::make_unique<CudaLaunch>();
+  CudaLaunch& l = *launch;
+  l.device = dev;
+  bool ptsz = false;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      ptsz = true;
+      [[fallthrough]];
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel: {
+      auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
+      l.api = LaunchApi::kKernel;
+      l.f = p->f;
+      l.grid[0] = p->gridDimX; l.grid[1] = p->gridDimY; l.grid[2] = p->gridDimZ;
+      l.block[0] = p->blockDimX; l.block[1] = p->blockDimY; l.block[2] = p->blockDimZ;
+      l.shared_bytes = p->sharedMemBytes;
+      l.stream = p->hStream;
+      l.params = p->kernelParams;
+      l.extra = p->extra;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      ptsz = true;
+      [[fallthrough]];
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel: {
+      auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
+      l.api = LaunchApi::kCooperative;
+      l.f = p->f;
+      l.grid[0] = p->gridDimX; l.grid[1] = p->gridDimY; l.grid[2] = p->gridDimZ;
+      l.block[0] = p->blockDimX; l.block[1] = p->blockDimY; l.block[2] = p->blockDimZ;
+      l.shared_bytes = p->sharedMemBytes;
+      l.stream = p->hStream;
+      l.params = p->kernelParams;
+      l.info_.flags |= KREPLAY_DISPATCH_FLAG_COOPERATIVE;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      ptsz = true;
+      [[fallthrough]];
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx: {
+      auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
+      l.api = LaunchApi::kKernelEx;
+      l.f = p->f;
+      l.config = p->config;
+      l.params = p->kernelParams;
+      l.extra = p->extra;
+      const CUlaunchConfig& c = *p->config;
+      l.grid[0] = c.gridDimX; l.grid[1] = c.gridDimY; l.grid[2] = c.gridDimZ;
+      l.block[0] = c.blockDimX; l.block[1] = c.blockDimY; l.block[2] = c.blockDimZ;
+      l.shared_bytes = c.sharedMemBytes;
+      l.stream = c.hStream;
+      for (unsigned i = 0; i < c.numAttrs; ++i) {
+        const auto& a = c.attrs[i];
+        if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+          l.info_.cluster = {a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z};
+        } else if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a.value.cooperative) {
+          l.info_.flags |= KREPLAY_DISPATCH_FLAG_COOPERATIVE;
+        }
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      ptsz = true;
+      [[fallthrough]];
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch: {
+      auto* p = static_cast<const cuGraphLaunch_params*>(cb->functionParams);
+      l.api = LaunchApi::kGraph;
+      l.graph = p->hGraph;
+      l.stream = p->hStream;
+      l.info_.flags |= KREPLAY_DISPATCH_FLAG_GRAPH;
+      break;
+    }
+    default:
+      return;
+  }
+  // A per-thread-stream call with the default stream means this thread's default stream.
+  if (ptsz && l.stream == nullptr) l.stream = CU_STREAM_PER_THREAD;
+
+  auto& li = l.info_;
+  li.agent.handle = dev->agent;
+  li.stream.handle = reinterpret_cast<uint64_t>(l.stream);
+  li.grid = {l.grid[0], l.grid[1], l.grid[2]};
+  li.block = {l.block[0], l.block[1], l.block[2]};
+  li.dynamic_shared_bytes = l.shared_bytes;
+  if (l.api == LaunchApi::kGraph) {
+    if (state().graph_kernel_id == 0) state().graph_kernel_id = kernel_id_for(dev->agent, "<cuda graph>");
+    li.kernel_id = state().graph_kernel_id;
+    const auto* e = sdk::Runtime::get().kernel(li.kernel_id);
+    li.kernel_name = e->demangled.c_str();
+    li.mangled_name = e->mangled.c_str();
+  } else {
+    FuncInfo* fi = func_info(dev, l.f, cb->symbolName);
+    li.kernel_id = fi->kernel_id;
+    li.kernel_name = fi->entry->demangled.c_str();
+    li.mangled_name = fi->entry->mangled.c_str();
+    li.registers = fi->registers;
+    li.static_shared_bytes = fi->static_shared;
+    pack_args(l, *fi);
+  }
+  l.capturing = capture_status(l.stream);
+  if (l.capturing) li.flags |= KREPLAY_DISPATCH_FLAG_CAPTURED;
+  dev->note_stream(l.stream);
+
+  auto* inflight = new InFlight();  // NOLINT: owned through correlationData until EXIT
+  inflight->launch = std::move(launch);
+  inflight->st = sdk::Runtime::get().engine().enter(l);
+  if (inflight->st->window || inflight->st->wait_needed) l.record_start();
+  *cb->correlationData = reinterpret_cast<uint64_t>(inflight);
+}
+
+void launch_exit(const CUpti_CallbackData* cb) {
+  auto* inflight = reinterpret_cast<InFlight*>(*cb->correlationData);
+  if (inflight == nullptr) return;
+  *cb->correlationData = 0;
+  std::unique_ptr<InFlight> owner(inflight);
+  bool ok = *static_cast<CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
+  if (ok && (inflight->st->window || inflight->st->wait_needed)) inflight->launch->record_end();
+  sdk::Runtime::get().engine().exit(inflight->st, ok);
+}
+
+// ---- memory -----------------------------------------------------------------------------------
+
+void track(CUcontext ctx, uint64_t address, uint64_t size, kreplay_memory_kind_t kind) {
+  CudaDevice* dev = device_of_context(ctx);
+  if (dev == nullptr || address == 0 || size == 0) return;
+  sdk::Runtime::get().on_allocate(dev->agent, address, size, kind);
+}
+
+// ENTER of a free: wait for open windows, retire the entry before the memory goes.
+void retire(CUcontext ctx, uint64_t address, const CUpti_CallbackData* cb) {
+  CudaDevice* dev = device_of_context(ctx);
+  if (dev == nullptr) return;
+  auto* inflight = new InFlight();  // NOLINT: released at EXIT
+  inflight->guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
+  sdk::Runtime::get().on_free(dev->agent, address);
+  *cb->correlationData = reinterpret_cast<uint64_t>(inflight);
+}
+
+void guard_enter(const CUpti_CallbackData* cb) {
+  CudaDevice* dev = device_of_context(cb->context);
+  if (dev == nullptr || !sdk::Runtime::get().registry().replay_context()) return;
+  auto* inflight = new InFlight();  // NOLINT: released at EXIT
+  inflight->guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
+  *cb->correlationData = reinterpret_cast<uint64_t>(inflight);
+}
+
+void release_enter_state(const CUpti_CallbackData* cb) {
+  auto* inflight = reinterpret_cast<InFlight*>(*cb->correlationData);
+  *cb->correlationData = 0;
+  delete inflight;  // NOLINT
+}
+
+VmmTracker& vmm_tracker(CUdevice dev) {
+  auto& s = state();
+  auto& t = s.vmm_trackers[dev];
+  if (!t) {
+    auto sink = std::make_unique<InventorySink>();
+    CudaDevice* d = device_of_ordinal(dev);
+    sink->agent = d ? d->agent : 0;
+    t = std::make_unique<VmmTracker>(*sink);
+    s.vmm_sinks[dev] = std::move(sink);
+  }
+  return *t;
+}
+
+void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  const bool enter = cb->callbackSite == CUPTI_API_ENTER;
+  const bool ok = !enter && *static_cast<CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
+      auto* p = static_cast<const cuMemAlloc_v2_params*>(cb->functionParams);
+      if (ok) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_DEVICE);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+      auto* p = static_cast<const cuMemAllocPitch_v2_params*>(cb->functionParams);
+      if (ok) track(cb->context, *p->dptr, *p->pPitch * p->Height, KREPLAY_MEMORY_KIND_DEVICE);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
+      auto* p = static_cast<const cuMemAllocManaged_params*>(cb->functionParams);
+      if (ok) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_MANAGED);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
+      auto* p = static_cast<const cuMemAllocAsync_params*>(cb->functionParams);
+      if (ok) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
+      auto* p = static_cast<const cuMemAllocFromPoolAsync_params*>(cb->functionParams);
+      if (ok) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc_v2: {
+      // Portable and mapped pinned memory: with unified addressing the host address is also the
+      // device address, and kernels may write it.
+      auto* p = static_cast<const cuMemHostAlloc_params*>(cb->functionParams);
+      if (ok) track(cb->context, reinterpret_cast<uint64_t>(*p->pp), p->bytesize,
+                    KREPLAY_MEMORY_KIND_HOST_MAPPED);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
+      auto* p = static_cast<const cuMemAllocHost_v2_params*>(cb->functionParams);
+      if (ok) track(cb->context, reinterpret_cast<uint64_t>(*p->pp), p->bytesize,
+                    KREPLAY_MEMORY_KIND_HOST_MAPPED);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2: {
+      auto* p = static_cast<const cuMemHostRegister_v2_params*>(cb->functionParams);
+      if (ok) track(cb->context, reinterpret_cast<uint64_t>(p->p), p->bytesize,
+                    KREPLAY_MEMORY_KIND_HOST_MAPPED);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: {
+      auto* p = static_cast<const cuMemFree_v2_params*>(cb->functionParams);
+      if (enter) retire(cb->context, p->dptr, cb); else release_enter_state(cb);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
+      auto* p = static_cast<const cuMemFreeAsync_params*>(cb->functionParams);
+      if (enter) retire(cb->context, p->dptr, cb); else release_enter_state(cb);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost: {
+      auto* p = static_cast<const cuMemFreeHost_params*>(cb->functionParams);
+      if (enter) retire(cb->context, reinterpret_cast<uint64_t>(p->p), cb); else release_enter_state(cb);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister: {
+      auto* p = static_cast<const cuMemHostUnregister_params*>(cb->functionParams);
+      if (enter) retire(cb->context, reinterpret_cast<uint64_t>(p->p), cb); else release_enter_state(cb);
+      break;
+    }
+    // ---- VMM ----
+    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
+      auto* p = static_cast<const cuMemCreate_params*>(cb->functionParams);
+      if (!ok) break;
+      CUdevice dev = p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? p->prop->location.id : 0;
+      std::lock_guard lock(state().vmm_mu);
+      state().vmm_handle_device[*p->handle] = dev;
+      vmm_tracker(dev).on_create(*p->handle, p->size);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemRelease: {
+      auto* p = static_cast<const cuMemRelease_params*>(cb->functionParams);
+      if (!ok) break;
+      std::lock_guard lock(state().vmm_mu);
+      auto it = state().vmm_handle_device.find(p->handle);
+      if (it != state().vmm_handle_device.end()) vmm_tracker(it->second).on_release(p->handle);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
+      auto* p = static_cast<const cuMemMap_params*>(cb->functionParams);
+      if (!ok) break;
+      std::lock_guard lock(state().vmm_mu);
+      auto it = state().vmm_handle_device.find(p->handle);
+      if (it != state().vmm_handle_device.end())
+        vmm_tracker(it->second).on_map(p->ptr, p->size, p->offset, p->handle);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess: {
+      auto* p = static_cast<const cuMemSetAccess_params*>(cb->functionParams);
+      if (!ok) break;
+      std::map<CUdevice, bool> writable;
+      for (size_t i = 0; i < p->count; ++i) {
+        if (p->desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) continue;
+        writable[p->desc[i].location.id] |= p->desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      }
+      std::lock_guard lock(state().vmm_mu);
+      for (auto& [dev, w] : writable) vmm_tracker(dev).on_set_access(p->ptr, p->size, w);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
+      auto* p = static_cast<const cuMemUnmap_params*>(cb->functionParams);
+      if (enter) {
+        CudaDevice* dev = device_of_context(cb->context);
+        auto* inflight = new InFlight();  // NOLINT: released at EXIT
+        if (dev) inflight->guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
+        std::lock_guard lock(state().vmm_mu);
+        for (auto& [d, t] : state().vmm_trackers) t->on_unmap(p->ptr, p->size);
+        *cb->correlationData = reinterpret_cast<uint64_t>(inflight);
+      } else {
+        release_enter_state(cb);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+bool is_launch(CUpti_CallbackId cbid) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Copies and memsets: every driver entry point whose name starts with cuMemcpy or cuMemset.
+bool is_copy_or_set(const char* name) {
+  return name != nullptr && (std::strncmp(name, "cuMemcpy", 8) == 0 || std::strncmp(name, "cuMemset", 8) == 0);
+}
+
+void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (in_internal_call()) return;
+  try {
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+      const auto* r = static_cast<const CUpti_ResourceData*>(data);
+      switch (cbid) {
+        case CUPTI_CBID_RESOURCE_CU_INIT_FINISHED:
+        case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+          init_devices();
+          break;
+        case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+          init_devices();
+          on_module_loaded(r->context, static_cast<const CUpti_ModuleResourceData*>(r->resourceDescriptor));
+          break;
+        case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
+          on_module_unloading(static_cast<const CUpti_ModuleResourceData*>(r->resourceDescriptor));
+          break;
+        case CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING: {
+          CudaDevice* dev = device_of_context(r->context);
+          if (dev) dev->forget_stream(r->resourceHandle.stream);
+          break;
+        }
+        default:
+          break;
+      }
+      return;
+    }
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    init_devices();
+    if (is_launch(cbid)) {
+      if (cb->callbackSite == CUPTI_API_ENTER) {
+        *cb->correlationData = 0;
+        launch_enter(cbid, cb);
+      } else {
+        launch_exit(cb);
+      }
+      return;
+    }
+    if (is_copy_or_set(cb->functionName)) {
+      if (cb->callbackSite == CUPTI_API_ENTER) {
+        *cb->correlationData = 0;
+        guard_enter(cb);
+      } else {
+        release_enter_state(cb);
+      }
+      return;
+    }
+    if (cb->callbackSite == CUPTI_API_ENTER) *cb->correlationData = 0;
+    memory_callback(cbid, cb);
+  } catch (const std::exception& e) {
+    KR_ERROR("internal error in the CUDA callback: {}", e.what());
+  } catch (...) {
+    KR_ERROR("internal error in the CUDA callback");
+  }
+}
+
+}  // namespace
+
+bool start_interception() {
+  static std::once_flag once;
+  static bool started = false;
+  std::call_once(once, [] {
+    // Tools that do not link libkreplay resolve the C API from the already-loaded SDK.
+    dlopen("libkreplay.so.0.1", RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+    CUptiResult r = cuptiSubscribe(&state().subscriber, &callback, nullptr);
+    if (r != CUPTI_SUCCESS) {
+      const char* text = nullptr;
+      cuptiGetResultString(r, &text);
+      if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        KR_ERROR("CUPTI is already in use by another tool (ncu, nsys, compute-sanitizer or a "
+                 "CUPTI-based profiler); kreplay is off for this run and the application runs "
+                 "unprofiled");
+      } else {
+        KR_ERROR("cannot subscribe to CUPTI ({}); kreplay is off for this run", text ? text : "?");
+      }
+      return;
+    }
+    auto enable = [](CUpti_CallbackDomain d, CUpti_CallbackId id) {
+      cuptiEnableCallback(1, state().subscriber, d, id);
+    };
+    for (CUpti_CallbackId id :
+         {CUPTI_CBID_RESOURCE_CU_INIT_FINISHED, CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+          CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
+          CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING}) {
+      enable(CUPTI_CB_DOMAIN_RESOURCE, id);
+    }
+    for (CUpti_CallbackId id : {
+             CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+             CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+             CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+             CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+             CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+             CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+             CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+             CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+             CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+             CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
+             CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc, CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc_v2,
+             CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2, CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,
+             CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+             CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost,
+             CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
+             CUPTI_DRIVER_TRACE_CBID_cuMemRelease, CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+             CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess}) {
+      enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
+    }
+    // Copies and memsets: every cbid whose API name starts with cuMemcpy or cuMemset.
+    for (CUpti_CallbackId id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
+      const char* name = nullptr;
+      if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) == CUPTI_SUCCESS &&
+          is_copy_or_set(name)) {
+        enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
+      }
+    }
+    started = true;
+    KR_DEBUG("CUDA interception started");
+  });
+  return started;
+}
+
+}  // namespace kreplay::cuda
