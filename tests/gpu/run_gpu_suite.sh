@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# kreplay GPU correctness suite: every application twice without kreplay (the baseline digest,
+# which must repeat), then under kreplay with the test tool at 2, 3 and 8 passes and at 8 passes
+# ending after pass 1.
+# A variant passes when the application exits 0, prints the baseline's digest, and the tool
+# reports errors=0, replayed>0 and passes = replayed x (passes per dispatch); declined must be 0,
+# except in graph_launch, where it must be > 0 and every decline be for GRAPH_LAUNCH or
+# STREAM_CAPTURE (every other application's launches are all replayable by design).
+#
+#   tests/gpu/run_gpu_suite.sh [--list] <build-dir> [out-dir]
+#
+#   --list                    print the applications (after the filter) and exit
+#   KREPLAY_SUITE_FILTER=re   run only applications whose name matches the bash regex re
+#   KREPLAY_SUITE_TIMEOUT=s   per-run timeout in seconds (default 120)
+#   KREPLAY_SUITE_PYTHON=py   interpreter for torch_inplace (default python3)
+#
+# Exit status: 0 all passed; 1 something failed; 77 no GPU (nothing ran); 2 usage.
+# Needs bash and coreutils only (timeout, mkdir); python only for the torch application.
+set -u
+
+APPS=(inplace_counter atomic_histogram malloc_async vmm managed mapped_host
+      multistream_threads cublas_gemm cluster_launch multi_kernel_chain graph_launch
+      torch_inplace)
+# name | KREPLAY_TEST_PASSES | KREPLAY_TEST_EARLY_EXIT | passes each replayed dispatch must run
+VARIANTS=("passes2|2||2" "passes3|3||3" "passes8|8||8" "passes8-early1|8|1|2")
+
+usage() {
+  echo "usage: $0 [--list] <build-dir> [out-dir]" >&2
+  exit 2
+}
+
+list_only=0
+if [[ ${1:-} == --list ]]; then
+  list_only=1
+  shift
+fi
+[[ ${1:-} == -* ]] && usage
+
+selected=()
+for app in "${APPS[@]}"; do
+  if [[ -z ${KREPLAY_SUITE_FILTER:-} || $app =~ ${KREPLAY_SUITE_FILTER} ]]; then
+    selected+=("$app")
+  fi
+done
+if ((list_only)); then
+  ((${#selected[@]})) && printf '%s\n' "${selected[@]}"
+  exit 0
+fi
+
+[[ $# -ge 1 && $# -le 2 ]] || usage
+[[ -d $1 ]] || { echo "build dir '$1' does not exist" >&2; exit 2; }
+BUILD=$(cd "$1" && pwd)
+OUT=${2:-$BUILD/gpu-suite}
+mkdir -p "$OUT" || exit 2
+OUT=$(cd "$OUT" && pwd)
+TIMEOUT=${KREPLAY_SUITE_TIMEOUT:-120}
+PYTHON=${KREPLAY_SUITE_PYTHON:-python3}
+INJECTION=$BUILD/lib/libkreplay_cuda.so
+TOOL=$BUILD/lib/libkreplay_test_pass_tool.so
+# The toolkit's runtime, cuBLAS and CUPTI (some layouts keep CUPTI under extras/).
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PYTHONUNBUFFERED=1
+# The baseline must run without kreplay, whatever the caller's environment holds.
+unset CUDA_INJECTION64_PATH KREPLAY_TOOL_LIBRARIES KREPLAY_TEST_PASSES KREPLAY_TEST_EARLY_EXIT \
+      KREPLAY_TEST_KERNEL_REGEX
+
+if ((${#selected[@]} == 0)); then
+  echo "no application matches KREPLAY_SUITE_FILTER='${KREPLAY_SUITE_FILTER:-}'" >&2
+  exit 2
+fi
+
+# A GPU is present when nvidia-smi lists one. Without nvidia-smi the applications decide: each
+# exits 77 when CUDA sees no device. With a GPU listed, a 77 from an application is a failure.
+gpu=unknown
+if command -v nvidia-smi >/dev/null 2>&1; then
+  gpu=no
+  smi=$(nvidia-smi -L 2>/dev/null) || smi=
+  [[ $smi == *"GPU "* ]] && gpu=yes
+fi
+if [[ $gpu == no ]]; then
+  echo "SKIP: nvidia-smi lists no GPU" >&2
+  exit 77
+fi
+
+app_command() {  # sets CMD to the command line of application $1
+  if [[ $1 == torch_inplace ]]; then
+    CMD=("$PYTHON" "$BUILD/bin/kreplay_gpu_torch_inplace.py")
+  else
+    CMD=("$BUILD/bin/kreplay_gpu_$1")
+  fi
+}
+
+# run_one <log> [VAR=value ...]: runs CMD under the timeout with the given environment;
+# sets RC, SECS, DIGEST (of the KREPLAY_RESULT line for $app), TOOL_LINE, DECLINES, NOTE.
+run_one() {
+  local log=$1
+  shift
+  local start=${EPOCHREALTIME:-}
+  env "$@" timeout -k 10 "$TIMEOUT" "${CMD[@]}" >"$log" 2>&1
+  RC=$?
+  if [[ -n $start && -n ${EPOCHREALTIME:-} ]]; then
+    local s=${start/[.,]/} e=${EPOCHREALTIME/[.,]/}
+    SECS=$(((e - s) / 1000000)).$(((e - s) / 100000 % 10))
+  else
+    SECS=?
+  fi
+  DIGEST= TOOL_LINE= DECLINES= NOTE=
+  local line digests=0 tools=0
+  while IFS= read -r line || [[ -n $line ]]; do
+    line=${line%$'\r'}
+    if [[ $line =~ ^KREPLAY_RESULT\ ([a-z_]+)\ ([0-9a-f]{16})$ ]]; then
+      if [[ ${BASH_REMATCH[1]} == "$app" ]]; then
+        DIGEST=${BASH_REMATCH[2]}
+        digests=$((digests + 1))
+      fi
+    elif [[ $line =~ KREPLAY_TEST_TOOL\ (replayed=.*)$ ]]; then
+      TOOL_LINE=${BASH_REMATCH[1]}
+      tools=$((tools + 1))
+    elif [[ $line =~ KREPLAY_TEST_TOOL_DECLINES(.*)$ ]]; then
+      DECLINES=${BASH_REMATCH[1]# }
+    fi
+  done <"$log"
+  if ((digests > 1)); then NOTE="$digests result lines"; DIGEST=; fi
+  if ((tools > 1)); then NOTE="${NOTE:+$NOTE; }$tools tool summary lines"; TOOL_LINE=; fi
+  case $RC in
+    124 | 137) NOTE="${NOTE:+$NOTE; }timed out after ${TIMEOUT}s" ;;
+  esac
+}
+
+# field <name> <line>: the value of name=N in line, or empty (0 with a third argument).
+field() {
+  if [[ " $2 " =~ \ $1=([0-9]+)\  ]]; then echo "${BASH_REMATCH[1]}"; else echo "${3:-}"; fi
+}
+
+passed=0 failed=0 skipped=0
+ROWS=()
+record() {  # record <app> <variant> <PASS|FAIL|SKIP> <secs> <detail>
+  local row
+  printf -v row '%-20s %-15s %-4s %6ss  %s' "$1" "$2" "$3" "$4" "$5"
+  ROWS+=("$row")
+  echo "$row"
+  case $3 in
+    PASS) passed=$((passed + 1)) ;;
+    FAIL) failed=$((failed + 1)) ;;
+    SKIP) skipped=$((skipped + 1)) ;;
+  esac
+}
+
+echo "kreplay GPU suite: build $BUILD, logs $OUT, timeout ${TIMEOUT}s"
+[[ -f $INJECTION ]] || echo "warning: $INJECTION is missing: every kreplay variant will fail" >&2
+[[ -f $TOOL ]] || echo "warning: $TOOL is missing: every kreplay variant will fail" >&2
+
+for app in "${selected[@]}"; do
+  app_command "$app"
+  if [[ $app != torch_inplace && ! -x ${CMD[0]} ]]; then
+    record "$app" baseline FAIL - "${CMD[0]} is missing (not built?)"
+    continue
+  fi
+
+  run_one "$OUT/$app-baseline.log"
+  if ((RC == 77)); then
+    if [[ $gpu == yes && $app != torch_inplace ]]; then
+      record "$app" baseline FAIL "$SECS" "exit 77 (no GPU) although nvidia-smi lists one"
+    else
+      record "$app" baseline SKIP "$SECS" "exit 77: $([[ $app == torch_inplace ]] && echo "no GPU or no torch" || echo "no GPU")"
+    fi
+    continue
+  fi
+  if ((RC != 0)) || [[ -z $DIGEST ]]; then
+    record "$app" baseline FAIL "$SECS" "exit $RC, digest '${DIGEST}' ${NOTE}"
+    continue
+  fi
+  base=$DIGEST
+  record "$app" baseline PASS "$SECS" "$base"
+
+  # The same run again: an application whose digest varies without kreplay cannot judge it.
+  run_one "$OUT/$app-baseline-repeat.log"
+  if ((RC != 0)) || [[ $DIGEST != "$base" ]]; then
+    record "$app" baseline-repeat FAIL "$SECS" "exit $RC, digest '${DIGEST}' != $base ${NOTE}"
+    continue
+  fi
+  record "$app" baseline-repeat PASS "$SECS" "$DIGEST"
+
+  for v in "${VARIANTS[@]}"; do
+    IFS='|' read -r vname vpasses vearly vper <<<"$v"
+    envs=("CUDA_INJECTION64_PATH=$INJECTION" "KREPLAY_TOOL_LIBRARIES=$TOOL"
+          "KREPLAY_TEST_PASSES=$vpasses")
+    [[ -n $vearly ]] && envs+=("KREPLAY_TEST_EARLY_EXIT=$vearly")
+    run_one "$OUT/$app-$vname.log" "${envs[@]}"
+    why=()
+    ((RC == 0)) || why+=("exit $RC")
+    [[ -n $NOTE ]] && why+=("$NOTE")
+    if [[ -z $DIGEST ]]; then
+      why+=("no result line")
+    elif [[ $DIGEST != "$base" ]]; then
+      why+=("digest $DIGEST != baseline")
+    fi
+    if [[ -z $TOOL_LINE ]]; then
+      why+=("no KREPLAY_TEST_TOOL summary (tool not loaded or not finalized)")
+    else
+      replayed=$(field replayed "$TOOL_LINE") declined=$(field declined "$TOOL_LINE")
+      passes=$(field passes "$TOOL_LINE") errors=$(field errors "$TOOL_LINE")
+      [[ $errors == 0 ]] || why+=("tool errors=${errors:-?}")
+      [[ -n $replayed && $replayed -gt 0 ]] || why+=("replayed=${replayed:-?}")
+      [[ -n $passes && -n $replayed && $passes -eq $((replayed * vper)) ]] ||
+        why+=("passes=${passes:-?} != replayed x $vper")
+      if [[ $app == graph_launch ]]; then
+        graph=$(($(field GRAPH_LAUNCH "$DECLINES" 0) + $(field STREAM_CAPTURE "$DECLINES" 0)))
+        [[ -n $declined && $declined -gt 0 ]] || why+=("graph launches not declined")
+        [[ -n $declined && $declined -eq $graph ]] || why+=("declined for other reasons: $DECLINES")
+      elif [[ $declined != 0 ]]; then
+        why+=("declined=${declined:-?} ($DECLINES)")
+      fi
+    fi
+    if ((${#why[@]})); then
+      detail=$(IFS=';'; echo "${why[*]}")
+      record "$app" "$vname" FAIL "$SECS" "${detail//;/; }${TOOL_LINE:+ | $TOOL_LINE}"
+    else
+      record "$app" "$vname" PASS "$SECS" "$TOOL_LINE"
+    fi
+  done
+done
+
+echo
+printf '%-20s %-15s %-4s %7s  %s\n' app variant res time detail
+printf '%s\n' "${ROWS[@]}"
+echo
+((skipped)) && echo "$skipped skipped (exit 77)"
+echo "$passed passed, $failed failed"
+if ((failed)); then
+  echo "logs: $OUT" >&2
+  exit 1
+fi
+if ((passed == 0)); then
+  exit 77
+fi
+exit 0
