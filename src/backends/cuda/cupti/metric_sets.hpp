@@ -1,0 +1,45 @@
+// Metric sets pinned for tests and benchmarks. No CUPTI headers: include it from anywhere.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace kreplay::cupti {
+
+/// Sixteen ordinary "speed of light" metrics that CUPTI 13.0 schedules in **10 passes** on GH100
+/// (H100/H200), offline from the chip name; config image 21,344 bytes. It is the same shape as the
+/// 16-metric "MIX" set measured on the H200 (reference/notes-h200-measurements.md: 10 passes with
+/// CUPTI, 11 under ncu). Time, cycles, instructions, DRAM traffic, SOL throughputs, hit rates,
+/// occupancy and three SASS-patched instruction counts. Single-metric pass counts (offline):
+/// sm__throughput 8, gpu__compute_memory_throughput 5, l1tex__throughput 5, lts__throughput 4,
+/// lts__t_sector_hit_rate 2, every other one 1. Used by profiler_host_test (pass count), by
+/// range_profiler_gpu_test (exactly this many Start/Stop passes, no NaN) and by benchmarks.
+inline constexpr std::array<const char*, 16> kTenPassMetrics = {
+    "gpu__time_duration.sum",
+    "sm__cycles_elapsed.max",
+    "smsp__inst_executed.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__t_sector_hit_rate.pct",
+    "lts__t_sector_hit_rate.pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "smsp__sass_inst_executed_op_global_ld.sum",
+    "smsp__sass_inst_executed_op_global_st.sum",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+};
+
+/// The pass count CUPTI 13.0 gives kTenPassMetrics on GH100.
+inline constexpr size_t kTenPassMetricsPassesGH100 = 10;
+
+/// kTenPassMetrics as the std::string list the wrappers take.
+inline std::vector<std::string> ten_pass_metrics() {
+  return {kTenPassMetrics.begin(), kTenPassMetrics.end()};
+}
+
+}  // namespace kreplay::cupti
