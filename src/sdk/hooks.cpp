@@ -234,6 +234,7 @@ void SdkHooks::after_complete(replay::DispatchState& st) {
       for (size_t i = 0; i < d->armed.size() && i < values->size(); ++i) {
         const auto& armed = d->armed[i];
         const auto& vals = (*values)[i];
+        if (vals.empty()) continue;  // the set needs more passes before it has values
         d->records.clear();
         for (const auto& v : vals) {
           kreplay_counter_record_t r{};

@@ -50,6 +50,7 @@ class CudaDevice final : public device::Device {
   device::CounterBackend* counters() override { return counters_; }
 
   void set_counters(device::CounterBackend* c) { counters_ = c; }
+  void set_chip(const std::string& chip) { desc_.chip = chip; }
 
   /// Streams that have carried work on this device (for drain).
   void note_stream(CUstream s);
@@ -97,6 +98,11 @@ class CudaLaunch final : public device::Launch {
   bool capturing = false;  ///< the stream is under capture: nothing executes, no events
   std::vector<std::byte> args;
   CudaDevice* device = nullptr;
+
+  // Counter collection state of this dispatch (see cuda_counters.hpp).
+  const void* counter_set = nullptr;
+  bool counter_started = false;
+  bool counter_collection_done = false;
 
  private:
   CUevent start_ = nullptr, end_ = nullptr;

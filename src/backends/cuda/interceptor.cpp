@@ -20,6 +20,8 @@
 #include <unordered_map>
 
 #include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/cuda_counters.hpp"
+#include "backends/cuda/cupti/range_profiler.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/module_symbols.hpp"
 #include "backends/cuda/vmm_tracker.hpp"
@@ -66,6 +68,7 @@ struct State {
   CUpti_SubscriberHandle subscriber = nullptr;
   std::once_flag devices_once;
   std::vector<std::unique_ptr<CudaDevice>> devices;  // by ordinal; written once
+  std::vector<std::unique_ptr<CudaCounterBackend>> counter_backends;
 
   std::shared_mutex mu;  // guards the maps below
   std::unordered_map<CUfunction, std::unique_ptr<FuncInfo>> funcs;
@@ -106,6 +109,10 @@ void init_devices() {
       CUdevice dev = 0;
       if (cuDeviceGet(&dev, i) != CUDA_SUCCESS) continue;
       auto d = std::make_unique<CudaDevice>(dev, i);
+      std::string chip = chip_name(i);
+      if (!chip.empty()) d->set_chip(chip);
+      state().counter_backends.push_back(std::make_unique<CudaCounterBackend>(dev, d->desc().chip));
+      d->set_counters(state().counter_backends.back().get());
       d->agent = sdk::Runtime::get().add_device(d.get());
       state().devices.push_back(std::move(d));
     }

@@ -1,0 +1,142 @@
+#include "backends/cuda/cuda_counters.hpp"
+
+#include <fmt/format.h>
+
+#include "backends/cuda/cuda_backend.hpp"
+#include <cupti_profiler_target.h>
+#include <cupti_target.h>
+
+#include "backends/cuda/cupti/cupti_common.hpp"
+#include "backends/cuda/cupti/profiler_host.hpp"
+#include "backends/cuda/cupti/range_profiler.hpp"
+#include "backends/cuda/internal_guard.hpp"
+#include "common/logging.hpp"
+
+namespace kreplay::cuda {
+
+CudaCounterBackend::~CudaCounterBackend() = default;
+
+std::string chip_name(int ordinal) {
+  InternalScope internal;
+  auto init = KR_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
+  if (cuptiProfilerInitialize(&init) != CUPTI_SUCCESS) return "";
+  auto p = KR_CUPTI_PARAMS(CUpti_Device_GetChipName_Params);
+  p.deviceIndex = static_cast<size_t>(ordinal);
+  if (cuptiDeviceGetChipName(&p) != CUPTI_SUCCESS || p.pChipName == nullptr) return "";
+  return p.pChipName;
+}
+
+Result<std::vector<device::CounterDesc>> CudaCounterBackend::list() {
+  InternalScope internal;
+  auto host = cupti::ProfilerHost::shared(chip_);
+  if (!host.ok()) return host.status();
+  auto metrics = (*host)->list_metrics();
+  if (!metrics.ok()) return metrics.status();
+  std::vector<device::CounterDesc> out;
+  out.reserve(metrics->size());
+  for (const auto& m : *metrics) {
+    std::string desc = m.description;
+    if (!m.suffixes.empty()) {
+      desc += fmt::format(" [suffixes: {}]", fmt::join(m.suffixes, " "));
+    }
+    out.push_back({m.name, desc, m.unit, m.type});
+  }
+  return out;
+}
+
+Result<std::shared_ptr<device::CounterSet>> CudaCounterBackend::create(
+    const std::vector<std::string>& names) {
+  InternalScope internal;
+  auto host = cupti::ProfilerHost::shared(chip_);
+  if (!host.ok()) return host.status();
+  RETURN_IF_ERROR((*host)->validate(names));
+  auto passes = (*host)->pass_count(names);
+  if (!passes.ok()) return passes.status();
+  return std::shared_ptr<device::CounterSet>(std::make_shared<CudaCounterSet>(names, *passes));
+}
+
+Result<cupti::RangeProfiler*> CudaCounterBackend::profiler_for_current_context() {
+  InternalScope internal;
+  std::lock_guard lock(mu_);
+  if (!checked_) {
+    checked_ = true;
+    unavailable_ = cupti::RangeProfiler::device_supported(dev_);
+    if (!unavailable_.ok()) KR_ERROR("hardware counters are not available: {}", unavailable_.message());
+  }
+  if (!unavailable_.ok()) return unavailable_;
+  CUcontext ctx = nullptr;
+  KR_CU(cuCtxGetCurrent(&ctx));
+  auto& p = profilers_[ctx];
+  if (!p) {
+    auto created = cupti::RangeProfiler::create(ctx);
+    if (!created.ok()) {
+      unavailable_ = created.status();
+      KR_ERROR("hardware counters are not available: {}", unavailable_.message());
+      return unavailable_;
+    }
+    p = std::move(created).value();
+  }
+  return p.get();
+}
+
+cupti::RangeProfiler* CudaCounterBackend::profiler() {
+  auto p = profiler_for_current_context();
+  return p.ok() ? *p : nullptr;
+}
+
+Status CudaCounterBackend::begin_pass(device::Launch& launch,
+                                      std::span<device::CounterSet* const> sets) {
+  auto* cl = dynamic_cast<CudaLaunch*>(&launch);
+  if (cl == nullptr) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "not a CUDA launch");
+  if (sets.size() != 1) {
+    return Error(KREPLAY_STATUS_ERROR_EXCEEDS_HW_LIMIT,
+                 "one counter config per pass on CUDA: put every metric in one config");
+  }
+  if (cl->capturing) return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "stream is being captured");
+  ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
+  InternalScope internal;
+  auto* set = static_cast<CudaCounterSet*>(sets[0]);
+  if (cl->counter_set != set) {
+    // A new collection for this dispatch.
+    if (rp->metrics() != set->names()) {
+      RETURN_IF_ERROR(rp->configure(set->names(), cupti::RangeMode::kAuto, 4));
+    }
+    RETURN_IF_ERROR(rp->begin());
+    cl->counter_set = set;
+    cl->counter_collection_done = false;
+  } else if (cl->counter_collection_done) {
+    // The set was complete on an earlier pass of this dispatch: collect it again from scratch.
+    RETURN_IF_ERROR(rp->begin());
+    cl->counter_collection_done = false;
+  }
+  RETURN_IF_ERROR(rp->start());
+  cl->counter_started = true;
+  return Status::Ok();
+}
+
+Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_pass(
+    device::Launch& launch) {
+  auto* cl = dynamic_cast<CudaLaunch*>(&launch);
+  if (cl == nullptr) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "not a CUDA launch");
+  std::vector<std::vector<device::CounterValue>> out;
+  if (!cl->counter_started) return out;
+  cl->counter_started = false;
+  ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
+  InternalScope internal;
+  ASSIGN_OR_RETURN(cupti::PassResult pr, rp->stop());
+  if (!pr.all_passes_submitted) return out;  // more hardware passes to go: no values yet
+  cl->counter_collection_done = true;
+  ASSIGN_OR_RETURN(size_t dropped, rp->decode());
+  if (dropped > 0) KR_WARN_ONCE("ranges-dropped", "CUPTI dropped {} counter ranges", dropped);
+  ASSIGN_OR_RETURN(std::vector<cupti::RangeValues> ranges, rp->values());
+  auto& vals = out.emplace_back();
+  if (ranges.empty()) return out;
+  // Auto range: one range per kernel launch; a dispatch pass holds exactly one launch.
+  const auto& r = ranges.back();
+  for (size_t i = 0; i < rp->metrics().size() && i < r.values.size(); ++i) {
+    vals.push_back({rp->metrics()[i], r.values[i]});
+  }
+  return out;
+}
+
+}  // namespace kreplay::cuda

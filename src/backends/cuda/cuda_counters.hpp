@@ -1,0 +1,69 @@
+// Hardware counters on CUDA: device::CounterBackend over CUPTI's range profiler in user replay
+// with auto ranges (one range per kernel launch).
+//
+// One counter set holds every metric a tool asks for; CUPTI says how many hardware passes it
+// needs (CounterSet::pass_count) and schedules which counters each pass collects. The tool runs
+// the same set on that many consecutive replay passes of a dispatch: the first pass begins a
+// collection (fresh counter-data image, SetConfig at pass index 0), every pass is bracketed by
+// Start/Stop, and after the pass on which CUPTI reports all passes submitted the data is decoded
+// and evaluated. Values are therefore delivered once per dispatch, on that last pass: on CUDA the
+// `replay_pass` of a counter record is the pass that completed the set, not the pass that read
+// a particular counter.
+#pragma once
+
+#include <cuda.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "device/device.hpp"
+
+namespace kreplay::cupti {
+class RangeProfiler;
+}
+
+namespace kreplay::cuda {
+
+/// The chip name CUPTI uses for device @p ordinal ("GH100" for H100 and H200); "" if unknown.
+std::string chip_name(int ordinal);
+
+class CudaCounterSet final : public device::CounterSet {
+ public:
+  CudaCounterSet(std::vector<std::string> names, uint64_t passes)
+      : names_(std::move(names)), passes_(passes) {}
+  const std::vector<std::string>& names() const override { return names_; }
+  uint64_t pass_count() const override { return passes_; }
+
+ private:
+  std::vector<std::string> names_;
+  uint64_t passes_;
+};
+
+class CudaCounterBackend final : public device::CounterBackend {
+ public:
+  CudaCounterBackend(CUdevice dev, std::string chip) : dev_(dev), chip_(std::move(chip)) {}
+  ~CudaCounterBackend() override;
+
+  Result<std::vector<device::CounterDesc>> list() override;
+  Result<std::shared_ptr<device::CounterSet>> create(const std::vector<std::string>& names) override;
+  Status begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) override;
+  Result<std::vector<std::vector<device::CounterValue>>> end_pass(device::Launch& launch) override;
+
+  /// The profiler of the calling thread's context (for cost reports), or nullptr.
+  cupti::RangeProfiler* profiler();
+
+ private:
+  Result<cupti::RangeProfiler*> profiler_for_current_context();
+
+  CUdevice dev_;
+  std::string chip_;
+  std::mutex mu_;
+  std::map<CUcontext, std::unique_ptr<cupti::RangeProfiler>> profilers_;
+  Status unavailable_;  // set once when the device cannot be profiled
+  bool checked_ = false;
+};
+
+}  // namespace kreplay::cuda
