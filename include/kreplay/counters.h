@@ -90,6 +90,8 @@ typedef struct kreplay_dispatch_counting_data_t {
   kreplay_kernel_dispatch_info_t dispatch_info;  ///< the logical dispatch
   kreplay_correlation_id_t correlation_id;       ///< same on every pass
   uint64_t replay_pass;                          ///< pass about to run (0 when not replayed)
+  kreplay_timestamp_t start_timestamp;  ///< record callback only: when the pass executed
+  kreplay_timestamp_t end_timestamp;    ///< record callback only
 } kreplay_dispatch_counting_data_t;
 
 /**

@@ -138,6 +138,10 @@ typedef struct kreplay_callback_tracing_kernel_replay_data_t {
 
   /* [CONFIG EXIT] set by the SDK */
   const kreplay_replay_outcome_record_t* outcome;
+
+  /* [PASS EXIT] set by the SDK: when the pass executed (0 when it did not complete) */
+  kreplay_timestamp_t start_timestamp;
+  kreplay_timestamp_t end_timestamp;
 } kreplay_callback_tracing_kernel_replay_data_t;
 
 /** @brief Process-wide replay settings (set during initialize). */

@@ -138,6 +138,10 @@ void SdkHooks::deliver_pass(replay::DispatchState& st, kreplay_callback_phase_t 
   payload.total_passes = st.plan.indefinite ? 0 : st.plan.requested;
   payload.replay_start_context = &replay::replay_start_context;
   payload.replay_stop_context = &replay::replay_stop_context;
+  if (phase == KREPLAY_CALLBACK_PHASE_EXIT) {
+    payload.start_timestamp = st.timing.start_ns;
+    payload.end_timestamp = st.timing.end_ns;
+  }
   kreplay_user_data_t user_data = st.user_data;  // a copy: PASS writes do not persist
   auto rec = make_record(*c, st, KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY, KREPLAY_KERNEL_REPLAY_PASS,
                          phase, &payload);
@@ -251,6 +255,8 @@ void SdkHooks::after_complete(replay::DispatchState& st) {
         data.dispatch_info = st.info;
         data.correlation_id = st.correlation;
         data.replay_pass = st.pass;
+        data.start_timestamp = st.timing.start_ns;
+        data.end_timestamp = st.timing.end_ns;
         guarded("counter record", [&] {
           armed.ctx->counting.record_callback(&data, d->records.data(), d->records.size(),
                                               armed.user_data, armed.ctx->counting.record_args);

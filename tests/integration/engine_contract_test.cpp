@@ -111,6 +111,8 @@ TEST_F(Contract, FixedCountWithoutContinueRunsExactlyN) {
     EXPECT_EQ(enters[p].total, 3u);
   }
   EXPECT_TRUE(tool().continue_calls.empty());
+  for (const auto& e : exits) EXPECT_GT(e.end, e.start);  // PASS EXIT carries the pass's times
+  for (const auto& e : enters) EXPECT_EQ(e.end, 0u);
   const auto& o = tool().config_exit(id)->outcome;
   EXPECT_EQ(o.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
   EXPECT_EQ(o.passes_requested, 3u);

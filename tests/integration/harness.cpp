@@ -56,6 +56,8 @@ void replay_cb(kreplay_callback_tracing_record_t rec, kreplay_user_data_t* user_
   e.total = p->total_passes;
   e.user_data = *user_data;
   e.name = p->dispatch_info.kernel_name;
+  e.start = p->start_timestamp;
+  e.end = p->end_timestamp;
   auto& t = state();
   Scenario sc;
   {
