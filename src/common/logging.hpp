@@ -38,6 +38,13 @@ bool first_time(std::string_view key);
       ::kreplay::log::write(::kreplay::log::Level::lvl, ::fmt::format(__VA_ARGS__)); \
   } while (0)
 
+/// A plain status line (progress, tallies): shown unless quiet, with no severity tag.
+#define KR_NOTICE(...)                                                                  \
+  do {                                                                                  \
+    if (::kreplay::log::enabled(::kreplay::log::Level::kWarning))                      \
+      ::kreplay::log::write(::kreplay::log::Level::kInfo, ::fmt::format(__VA_ARGS__)); \
+  } while (0)
+
 #define KR_ERROR(...) KR_LOG(kError, __VA_ARGS__)
 #define KR_WARN(...) KR_LOG(kWarning, __VA_ARGS__)
 #define KR_INFO(...) KR_LOG(kInfo, __VA_ARGS__)

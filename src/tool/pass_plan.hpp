@@ -1,0 +1,47 @@
+// The profiler tool's pass plan: what each replay pass of a dispatch collects on one agent.
+//
+// From the ToolConfig's ordered PassSpecs (counter groups and timing passes) and --metrics:
+//  - on an agent whose counter configs fit one pass each (the host device: counters_per_pass >
+//    0), each counter group is one pass with its own config, and --metrics are split into groups
+//    of counters_per_pass appended after the placed passes;
+//  - on an agent that schedules passes itself (CUDA: counters_per_pass == 0), every counter of
+//    every group plus --metrics form ONE config (two configs on one CUPTI range profiler decode to
+//    NaN), which runs on as many consecutive passes as the backend says, placed where the first
+//    counter group was; timing passes keep their order around it.
+// Rotation groups (no replay) get one config each.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli/tool_config.hpp"
+#include "common/status.hpp"
+
+namespace kreplay::tool {
+
+struct PlannedPass {
+  enum class Kind { kCounters, kTiming };
+  Kind kind = Kind::kCounters;
+  uint64_t config = 0;    ///< counter config handle (kCounters)
+  bool flush_cache = false;
+  std::string label;      ///< for messages: "group 2", "metrics", "timing"
+};
+
+struct AgentPlan {
+  std::vector<PlannedPass> passes;   ///< pass i of a dispatch does passes[i]
+  std::vector<uint64_t> rotation;    ///< rotation configs, in group order
+  std::vector<std::string> counters; ///< every counter collected, in request order
+};
+
+/// Builds a counter config from names; returns (handle, hardware passes it needs).
+using MakeConfig =
+    std::function<Result<std::pair<uint64_t, uint64_t>>(const std::vector<std::string>&)>;
+
+/// Plan for one agent. Errors: a config the agent cannot build (the message names the group).
+Result<AgentPlan> plan_for_agent(const cli::ToolConfig& config, uint32_t counters_per_pass,
+                                 const MakeConfig& make_config);
+
+}  // namespace kreplay::tool

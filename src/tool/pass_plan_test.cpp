@@ -1,0 +1,78 @@
+// Pins the profiler tool's pass plan on both kinds of agent.
+#include "tool/pass_plan.hpp"
+
+#include <gtest/gtest.h>
+
+namespace kreplay::tool {
+namespace {
+
+struct Maker {
+  std::vector<std::vector<std::string>> made;
+  uint64_t hw_passes = 1;
+  MakeConfig fn() {
+    return [this](const std::vector<std::string>& names) -> Result<std::pair<uint64_t, uint64_t>> {
+      for (const auto& n : names) {
+        if (n == "bogus") return Error(KREPLAY_STATUS_ERROR_COUNTER_NOT_FOUND, "unknown counter 'bogus'");
+      }
+      made.push_back(names);
+      return std::make_pair(uint64_t(made.size()), hw_passes);
+    };
+  }
+};
+
+cli::ToolConfig groups(std::vector<std::vector<std::string>> g, bool timing_between = false) {
+  cli::ToolConfig c;
+  c.pmc_groups = g;
+  for (size_t i = 0; i < g.size(); ++i) {
+    c.passes.push_back({cli::PassKind::kCounters, static_cast<int32_t>(i), false});
+    if (timing_between && i == 0) c.passes.push_back({cli::PassKind::kTiming, -1, true});
+  }
+  return c;
+}
+
+TEST(PassPlan, HostDeviceGetsOneConfigPerGroupAndSplitsMetrics) {
+  Maker m;
+  auto c = groups({{"a", "b"}, {"c"}}, true);
+  c.metrics = {"d", "e", "f"};
+  auto p = plan_for_agent(c, 2, m.fn());
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->passes.size(), 5u);  // a+b, timing, c, d+e, f
+  EXPECT_EQ(p->passes[0].kind, PlannedPass::Kind::kCounters);
+  EXPECT_EQ(p->passes[1].kind, PlannedPass::Kind::kTiming);
+  EXPECT_TRUE(p->passes[1].flush_cache);
+  EXPECT_EQ(m.made, (std::vector<std::vector<std::string>>{{"a", "b"}, {"c"}, {"d", "e"}, {"f"}}));
+  EXPECT_EQ(p->counters, (std::vector<std::string>{"a", "b", "c", "d", "e", "f"}));
+}
+
+TEST(PassPlan, CudaGetsOneConfigForEverythingOnItsScheduledPasses) {
+  Maker m;
+  m.hw_passes = 3;
+  auto c = groups({{"a", "b"}, {"b", "c"}}, true);
+  c.metrics = {"d"};
+  auto p = plan_for_agent(c, 0, m.fn());
+  ASSERT_TRUE(p.ok());
+  ASSERT_EQ(m.made.size(), 1u);
+  EXPECT_EQ(m.made[0], (std::vector<std::string>{"a", "b", "c", "d"}));
+  ASSERT_EQ(p->passes.size(), 4u);  // 3 counter passes where the first group was, then timing
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(p->passes[i].config, 1u);
+  EXPECT_EQ(p->passes[3].kind, PlannedPass::Kind::kTiming);
+}
+
+TEST(PassPlan, RotationAndErrorsNameTheGroup) {
+  Maker m;
+  cli::ToolConfig c;
+  c.rotation.groups = {{"a"}, {"b"}};
+  auto p = plan_for_agent(c, 2, m.fn());
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->passes.empty());
+  EXPECT_EQ(p->rotation.size(), 2u);
+
+  auto bad = groups({{"a"}, {"bogus"}});
+  auto e = plan_for_agent(bad, 2, m.fn());
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), KREPLAY_STATUS_ERROR_COUNTER_NOT_FOUND);
+  EXPECT_NE(e.status().message().find("group 2"), std::string::npos) << e.status().message();
+}
+
+}  // namespace
+}  // namespace kreplay::tool

@@ -1,0 +1,745 @@
+// libkreplay_tool.so: kreplay's profiler tool. It is an ordinary SDK tool — it uses only the public
+// C API — loaded into the application by the kreplay command (KREPLAY_TOOL_LIBRARIES), configured
+// through KREPLAY_TOOL_CONFIG (cli/tool_config.hpp).
+//
+// Per logical launch: at CONFIG the kernel filter decides (once per launch, never per pass); a
+// selected launch gets the agent's pass plan (pass_plan.hpp) as its pass count; the counting
+// service picks the config of the current pass; PASS ENTER switches the counters off for timing
+// passes (local context control); records stream to the output writers. At exit the tool prints
+// one tally line and where the outputs are.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "cli/filter.hpp"
+#include "cli/output_path.hpp"
+#include "cli/tool_config.hpp"
+#include "common/logging.hpp"
+#include "common/util.hpp"
+#include "kreplay/kreplay.h"
+#include "output/writer.hpp"
+#include "tool/pass_plan.hpp"
+
+namespace kreplay::tool {
+namespace {
+
+const char* reason_name(kreplay_decline_reason_t r) {
+  switch (r) {
+    case KREPLAY_DECLINE_REASON_NONE: return "";
+    case KREPLAY_DECLINE_REASON_INVALID_PLAN: return "invalid_plan";
+    case KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE: return "snapshot_too_large";
+    case KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT: return "drain_timeout";
+    case KREPLAY_DECLINE_REASON_REENTRANT_LAUNCH: return "reentrant_launch";
+    case KREPLAY_DECLINE_REASON_STREAM_CAPTURE: return "stream_capture";
+    case KREPLAY_DECLINE_REASON_GRAPH_LAUNCH: return "graph_launch";
+    case KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY: return "untracked_memory";
+    case KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED: return "snapshot_failed";
+    case KREPLAY_DECLINE_REASON_LAUNCH_FAILED: return "launch_failed";
+    case KREPLAY_DECLINE_REASON_PASS_TIMEOUT: return "pass_timeout";
+    default: return "unknown";
+  }
+}
+
+const char* outcome_name(kreplay_replay_outcome_t o) {
+  switch (o) {
+    case KREPLAY_REPLAY_OUTCOME_REPLAYED: return "replayed";
+    case KREPLAY_REPLAY_OUTCOME_DECLINED: return "declined";
+    default: return "not_requested";
+  }
+}
+
+const char* memory_kind_name(kreplay_memory_kind_t k) {
+  switch (k) {
+    case KREPLAY_MEMORY_KIND_POOL: return "pool";
+    case KREPLAY_MEMORY_KIND_VIRTUAL: return "virtual";
+    case KREPLAY_MEMORY_KIND_MANAGED: return "managed";
+    case KREPLAY_MEMORY_KIND_HOST_MAPPED: return "host_mapped";
+    case KREPLAY_MEMORY_KIND_MODULE_GLOBAL: return "module_global";
+    default: return "device";
+  }
+}
+
+// What the tool keeps about a logical dispatch between its callbacks.
+struct Dispatch {
+  bool selected = false;
+  bool replayed = false;
+  const AgentPlan* plan = nullptr;
+  uint64_t rotation_config = 0;
+  output::DispatchRecord record;
+  bool record_ready = false;  // CONFIG EXIT seen
+  bool ran = false;           // start/end known
+};
+
+class Profiler {
+ public:
+  static Profiler& get() {
+    static Profiler* p = new Profiler();  // NOLINT: lives for the process
+    return *p;
+  }
+
+  cli::ToolConfig config;
+  std::optional<cli::KernelFilter> filter;
+  kreplay_context_id_t replay_ctx{}, count_ctx{}, trace_ctx{}, misc_ctx{};
+  bool counting = false;
+
+  int initialize();
+  void finalize(bool from_signal);
+
+  // callbacks
+  void on_config_enter(kreplay_callback_tracing_kernel_replay_data_t& p);
+  void on_config_exit(const kreplay_callback_tracing_kernel_replay_data_t& p);
+  void on_pass_enter(const kreplay_callback_tracing_kernel_replay_data_t& p);
+  void on_pass_exit(const kreplay_callback_tracing_kernel_replay_data_t& p);
+  uint64_t pick_config(const kreplay_dispatch_counting_data_t& d);
+  void on_counters(const kreplay_dispatch_counting_data_t& d, const kreplay_counter_record_t* r,
+                   size_t n);
+  void on_trace(const kreplay_callback_tracing_kernel_dispatch_data_t& p, bool exit);
+  void on_code_object(const kreplay_callback_tracing_code_object_data_t& p,
+                      kreplay_callback_phase_t phase, uint32_t op);
+  void on_memory(const kreplay_callback_tracing_memory_allocation_data_t& p, uint32_t op);
+
+  uint64_t pass_count_of(const kreplay_kernel_dispatch_info_t& info);
+
+ private:
+  Profiler() = default;
+  const AgentPlan* plan_for(uint64_t agent);
+  void write_kernel_locked(const kreplay_kernel_dispatch_info_t& info);
+  void finish_dispatch_locked(uint64_t id);
+  void progress_loop();
+  std::string counter_name(uint64_t id);
+
+  std::mutex mu_;  // guards everything below and the writer
+  std::unique_ptr<output::Writer> writer_;
+  std::vector<std::string> outputs_;
+  std::map<uint64_t, AgentPlan> plans_;
+  std::map<uint64_t, std::string> plan_errors_;
+  std::unordered_map<uint64_t, Dispatch> dispatches_;
+  std::set<uint64_t> kernels_written_;
+  std::unordered_map<uint64_t, uint64_t> kernel_code_object_;
+  std::unordered_map<uint64_t, std::string> counter_names_;
+  std::map<uint64_t, uint64_t> launches_per_agent_;
+  std::map<std::string, uint64_t> declined_by_reason_;
+  uint64_t start_ns_ = 0;
+  bool finished_ = false;
+
+  std::atomic<uint64_t> launches_{0}, replayed_{0}, declined_{0}, not_selected_{0}, passes_{0};
+
+  std::thread progress_;
+  std::mutex progress_mu_;
+  std::condition_variable progress_cv_;
+  bool stop_progress_ = false;
+};
+
+// Thread-local: the pass a replayed dispatch is in, for the counting callback.
+thread_local const PlannedPass* tl_pass = nullptr;
+
+// ---- C callbacks ------------------------------------------------------------------------------
+
+uint64_t pass_count_cb(kreplay_kernel_dispatch_info_t info, kreplay_user_data_t) {
+  return Profiler::get().pass_count_of(info);
+}
+
+void replay_cb(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void*) {
+  auto& p = *static_cast<kreplay_callback_tracing_kernel_replay_data_t*>(rec.payload);
+  auto& prof = Profiler::get();
+  if (rec.operation == KREPLAY_KERNEL_REPLAY_CONFIG) {
+    if (rec.phase == KREPLAY_CALLBACK_PHASE_ENTER) prof.on_config_enter(p); else prof.on_config_exit(p);
+  } else if (rec.operation == KREPLAY_KERNEL_REPLAY_PASS) {
+    if (rec.phase == KREPLAY_CALLBACK_PHASE_ENTER) prof.on_pass_enter(p); else prof.on_pass_exit(p);
+  }
+}
+
+void counting_cb(const kreplay_dispatch_counting_data_t* d, kreplay_counter_config_id_t* config,
+                 kreplay_user_data_t*, void*) {
+  config->handle = Profiler::get().pick_config(*d);
+}
+
+void record_cb(const kreplay_dispatch_counting_data_t* d, const kreplay_counter_record_t* r,
+               size_t n, kreplay_user_data_t, void*) {
+  Profiler::get().on_counters(*d, r, n);
+}
+
+void trace_cb(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void*) {
+  auto& prof = Profiler::get();
+  if (rec.kind == KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH) {
+    prof.on_trace(*static_cast<kreplay_callback_tracing_kernel_dispatch_data_t*>(rec.payload),
+                  rec.phase == KREPLAY_CALLBACK_PHASE_EXIT);
+  } else if (rec.kind == KREPLAY_CALLBACK_TRACING_CODE_OBJECT) {
+    prof.on_code_object(*static_cast<kreplay_callback_tracing_code_object_data_t*>(rec.payload),
+                        rec.phase, rec.operation);
+  } else if (rec.kind == KREPLAY_CALLBACK_TRACING_MEMORY_ALLOCATION) {
+    prof.on_memory(*static_cast<kreplay_callback_tracing_memory_allocation_data_t*>(rec.payload),
+                   rec.operation);
+  }
+}
+
+// ---- signals ----------------------------------------------------------------------------------
+
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGFPE, SIGABRT};
+struct sigaction g_previous[sizeof(kSignals) / sizeof(kSignals[0])];
+
+void on_signal(int sig) {
+  // Best effort: make what was collected readable, then die the way the signal would have.
+  Profiler::get().finalize(true);
+  for (size_t i = 0; i < std::size(kSignals); ++i) {
+    if (kSignals[i] == sig) sigaction(sig, &g_previous[i], nullptr);
+  }
+  raise(sig);
+}
+
+void install_signal_handlers() {
+  for (size_t i = 0; i < std::size(kSignals); ++i) {
+    struct sigaction sa {};
+    sa.sa_handler = &on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(kSignals[i], &sa, &g_previous[i]);
+  }
+}
+
+// ---- Profiler ---------------------------------------------------------------------------------
+
+std::string agent_type(kreplay_agent_type_t t) {
+  return t == KREPLAY_AGENT_TYPE_CUDA_GPU ? "cuda" : "host";
+}
+
+int Profiler::initialize() {
+  start_ns_ = now_ns();
+  if (log::level() == log::Level::kWarning) {
+    log::Level l;
+    if (log::parse_level(config.log_level, &l)) log::set_level(l);
+  }
+  auto f = cli::KernelFilter::Create(config.filters);
+  if (!f.ok()) {
+    KR_ERROR("{}", f.status().message());
+    return 1;
+  }
+  filter.emplace(std::move(f).value());
+
+  // Outputs: expanded in this (the application's) process, so %pid% names the application.
+  auto ctx = cli::ExpansionContext::current();
+  auto base = cli::output_base_path(config.output, ctx);
+  if (!base.ok()) {
+    KR_ERROR("{}", base.status().message());
+    return 1;
+  }
+  std::string path = *base;
+  if (!cli::template_is_per_process(config.output.file)) {
+    const char* first = config.output.formats.empty() ? "_results.db" : "";
+    std::string suffix = first;
+    if (suffix.empty()) {
+      switch (config.output.formats.front()) {
+        case cli::OutputFormat::kSqlite: suffix = "_results.db"; break;
+        case cli::OutputFormat::kCsv: suffix = "_counter_collection.csv"; break;
+        case cli::OutputFormat::kJson: suffix = "_results.json"; break;
+        case cli::OutputFormat::kPerfetto:
+          suffix = config.output.gzip ? "_trace.json.gz" : "_trace.json";
+          break;
+      }
+    }
+    auto claimed = cli::claim_output_base(path, suffix, ctx.pid);
+    if (!claimed.ok()) {
+      KR_ERROR("{}", claimed.status().message());
+      return 1;
+    }
+    path = *claimed;
+  }
+  output::OutputConfig oc;
+  auto slash = path.rfind('/');
+  oc.directory = slash == std::string::npos ? "" : path.substr(0, slash);
+  oc.file_stem = slash == std::string::npos ? path : path.substr(slash + 1);
+  for (auto fmt_ : config.output.formats) oc.formats.emplace_back(cli::to_string(fmt_));
+  oc.summary = config.output.summary;
+  oc.gzip_trace = config.output.gzip;
+  oc.kernel_trace = config.output.kernel_trace;
+  auto w = output::make_writer(oc);
+  if (!w.ok()) {
+    KR_ERROR("{}", w.status().message());
+    return 1;
+  }
+  writer_ = std::move(w).value();
+  outputs_ = writer_->output_files();
+
+  // Plans for every agent now, so a counter that does not exist fails before the first launch.
+  size_t agents = 0;
+  kreplay_get_agent_count(&agents);
+  output::RunInfo run;
+  run.kreplay_version = KREPLAY_VERSION_STRING;
+  run.command = config.command;
+  run.hostname = ctx.hostname;
+  run.pid = static_cast<uint64_t>(ctx.pid);
+  run.start_ns = start_ns_;
+  run.start_unix_ns = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count());
+  run.replay_mode = std::string(cli::to_string(config.replay_mode));
+  run.app_pass = config.replay_mode == cli::ReplayMode::kApplication && config.app_pass_count > 1
+                     ? config.app_pass
+                     : 0;
+  run.app_pass_count = run.app_pass ? config.app_pass_count : 0;
+  for (const char* var : {"KREPLAY_TOOL_LIBRARIES", "CUDA_INJECTION64_PATH", "LD_PRELOAD",
+                          "CUDA_VISIBLE_DEVICES", "KREPLAY_REPLAY_MEMORY", "KREPLAY_LOG_LEVEL"}) {
+    if (const char* v = std::getenv(var)) run.environment[var] = v;  // NOLINT: read-only
+  }
+  run.options["replay_memory"] = std::string(cli::to_string(config.replay_memory));
+  run.options["origin"] = config.origin;
+  std::vector<kreplay_agent_t> agent_list;
+  for (size_t i = 0; i < agents; ++i) {
+    kreplay_agent_t a{};
+    a.size = sizeof(a);
+    if (kreplay_query_agent(i, &a) == KREPLAY_STATUS_SUCCESS) agent_list.push_back(a);
+  }
+  bool any_error = false;
+  for (const auto& a : agent_list) {
+    auto make = [&](const std::vector<std::string>& names)
+        -> Result<std::pair<uint64_t, uint64_t>> {
+      std::vector<const char*> ptrs;
+      for (const auto& n : names) ptrs.push_back(n.c_str());
+      kreplay_counter_config_id_t id{};
+      kreplay_status_t s = kreplay_create_counter_config(a.id, ptrs.data(), ptrs.size(), &id);
+      if (s != KREPLAY_STATUS_SUCCESS)
+        return Error(s, std::string(kreplay_get_last_error_message()));
+      kreplay_counter_config_info_t info{};
+      info.size = sizeof(info);
+      kreplay_query_counter_config(id, &info);
+      return std::make_pair(id.handle, info.pass_count);
+    };
+    auto plan = plan_for_agent(config, a.counters_per_pass, make);
+    if (!plan.ok()) {
+      KR_ERROR("{} ({}): {}", a.name, config.origin.empty() ? "counters" : config.origin,
+               plan.status().message());
+      plan_errors_[a.id.handle] = plan.status().message();
+      any_error = true;
+      continue;
+    }
+    for (const auto& n : plan->counters) {
+      if (std::find(run.counter_names.begin(), run.counter_names.end(), n) == run.counter_names.end())
+        run.counter_names.push_back(n);
+    }
+    plans_[a.id.handle] = std::move(plan).value();
+  }
+  if (any_error) return 1;
+
+  {
+    std::lock_guard lock(mu_);
+    Status s = writer_->begin(run);
+    for (const auto& a : agent_list) {
+      output::DeviceRecord d;
+      d.agent_id = a.id.handle;
+      d.type = agent_type(a.type);
+      d.device_index = a.device_index;
+      d.name = a.name ? a.name : "";
+      d.chip = a.chip_name ? a.chip_name : "";
+      d.uuid = a.uuid;
+      d.memory_bytes = a.memory_bytes;
+      d.multiprocessor_count = a.multiprocessor_count;
+      d.cc_major = a.compute_capability_major;
+      d.cc_minor = a.compute_capability_minor;
+      if (s.ok()) s = writer_->device(d);
+    }
+    if (!s.ok()) KR_ERROR("{}", s.message());
+  }
+
+  // Contexts. Counting runs whenever counters are asked for; dispatch tracing only with
+  // --kernel-trace (it makes every launch wait for its completion).
+  if (kreplay_create_context(&replay_ctx) != KREPLAY_STATUS_SUCCESS ||
+      kreplay_configure_callback_tracing_service(replay_ctx, KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY,
+                                                 nullptr, 0, replay_cb, nullptr) !=
+          KREPLAY_STATUS_SUCCESS) {
+    KR_ERROR("cannot subscribe to kernel replay: {}", kreplay_get_last_error_message());
+    return 1;
+  }
+  kreplay_create_context(&misc_ctx);
+  kreplay_configure_callback_tracing_service(misc_ctx, KREPLAY_CALLBACK_TRACING_CODE_OBJECT,
+                                             nullptr, 0, trace_cb, nullptr);
+  kreplay_configure_callback_tracing_service(misc_ctx, KREPLAY_CALLBACK_TRACING_MEMORY_ALLOCATION,
+                                             nullptr, 0, trace_cb, nullptr);
+  kreplay_start_context(misc_ctx);
+  bool want_counters = false;
+  for (const auto& [agent, plan] : plans_) want_counters |= !plan.counters.empty();
+  if (want_counters) {
+    kreplay_create_context(&count_ctx);
+    kreplay_configure_dispatch_counting_service(count_ctx, counting_cb, nullptr, record_cb, nullptr);
+    kreplay_start_context(count_ctx);
+    counting = true;
+  }
+  if (config.output.kernel_trace) {
+    kreplay_create_context(&trace_ctx);
+    uint32_t op = KREPLAY_KERNEL_DISPATCH_EXECUTE;
+    kreplay_configure_callback_tracing_service(trace_ctx, KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH,
+                                               &op, 1, trace_cb, nullptr);
+    kreplay_start_context(trace_ctx);
+  }
+  kreplay_kernel_replay_options_t opts{};
+  opts.size = sizeof(opts);
+  opts.snapshot_scope = config.replay_memory == cli::ReplayMemory::kArgs
+                            ? KREPLAY_SNAPSHOT_SCOPE_ARGS
+                            : KREPLAY_SNAPSHOT_SCOPE_ALL;
+  kreplay_configure_kernel_replay_options(&opts);
+  kreplay_start_context(replay_ctx);
+
+  install_signal_handlers();
+  progress_ = std::thread([this] { progress_loop(); });
+  return 0;
+}
+
+const AgentPlan* Profiler::plan_for(uint64_t agent) {
+  auto it = plans_.find(agent);
+  return it == plans_.end() ? nullptr : &it->second;
+}
+
+uint64_t Profiler::pass_count_of(const kreplay_kernel_dispatch_info_t& info) {
+  std::lock_guard lock(mu_);
+  auto it = dispatches_.find(info.dispatch_id);
+  if (it == dispatches_.end() || !it->second.plan) return 1;
+  return it->second.plan->passes.size();
+}
+
+void Profiler::write_kernel_locked(const kreplay_kernel_dispatch_info_t& info) {
+  if (!kernels_written_.insert(info.kernel_id).second) return;
+  output::KernelRecord k;
+  k.kernel_id = info.kernel_id;
+  k.agent_id = info.agent_id.handle;
+  auto co = kernel_code_object_.find(info.kernel_id);
+  k.code_object_id = co == kernel_code_object_.end() ? 0 : co->second;
+  k.mangled_name = info.mangled_name ? info.mangled_name : "";
+  k.demangled_name = info.kernel_name ? info.kernel_name : "";
+  if (Status s = writer_->kernel(k); !s.ok()) KR_WARN("{}", s.message());
+}
+
+void Profiler::on_config_enter(kreplay_callback_tracing_kernel_replay_data_t& p) {
+  const auto& info = p.dispatch_info;
+  launches_.fetch_add(1, std::memory_order_relaxed);
+  bool selected = filter->selects_everything() ||
+                  filter->select(info.kernel_name ? info.kernel_name : "",
+                                 info.mangled_name ? info.mangled_name : "");
+  std::lock_guard lock(mu_);
+  Dispatch& d = dispatches_[info.dispatch_id];
+  d.selected = selected;
+  if (!selected) {
+    not_selected_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  d.plan = plan_for(info.agent_id.handle);
+  if (d.plan && !d.plan->rotation.empty()) {
+    uint64_t n = ++launches_per_agent_[info.agent_id.handle];
+    uint64_t interval = std::max<uint64_t>(1, config.rotation.interval);
+    d.rotation_config = d.plan->rotation[((n - 1) / interval) % d.plan->rotation.size()];
+  }
+  if (d.plan && d.plan->passes.size() > 1) p.replay_pass_count = &pass_count_cb;
+  write_kernel_locked(info);
+}
+
+void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_t& p) {
+  const auto& info = p.dispatch_info;
+  const auto* o = p.outcome;
+  std::lock_guard lock(mu_);
+  auto it = dispatches_.find(info.dispatch_id);
+  if (it == dispatches_.end()) return;
+  Dispatch& d = it->second;
+  if (o) {
+    if (o->outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED) {
+      replayed_.fetch_add(1, std::memory_order_relaxed);
+      d.replayed = true;
+    } else if (o->outcome == KREPLAY_REPLAY_OUTCOME_DECLINED) {
+      declined_.fetch_add(1, std::memory_order_relaxed);
+      ++declined_by_reason_[reason_name(o->reason)];
+    }
+    if (o->outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED)
+      passes_.fetch_add(o->passes_executed, std::memory_order_relaxed);
+    else
+      passes_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!d.selected && !config.output.kernel_trace) {
+    dispatches_.erase(it);
+    return;
+  }
+  auto& r = d.record;
+  r.dispatch_id = info.dispatch_id;
+  r.agent_id = info.agent_id.handle;
+  r.stream_id = info.stream_id.handle;
+  r.kernel_id = info.kernel_id;
+  r.grid = {info.grid_size.x, info.grid_size.y, info.grid_size.z};
+  r.block = {info.block_size.x, info.block_size.y, info.block_size.z};
+  r.cluster = {info.cluster_size.x, info.cluster_size.y, info.cluster_size.z};
+  r.dynamic_shared_bytes = info.dynamic_shared_memory_bytes;
+  r.static_shared_bytes = info.static_shared_memory_bytes;
+  r.registers = info.registers_per_thread;
+  r.thread_id = thread_id();
+  r.app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
+  if (o) {
+    r.outcome = outcome_name(o->outcome);
+    r.reason = reason_name(o->reason);
+    r.passes_requested = o->passes_requested;
+    r.passes_executed = o->passes_executed;
+    r.bytes_snapshotted = o->bytes_snapshotted;
+    r.bytes_restored = o->bytes_restored;
+    r.snapshot_ns = o->snapshot_ns;
+    r.restore_ns = o->restore_ns;
+    for (uint64_t i = 0; i < o->interval_count; ++i) {
+      const auto& iv = o->intervals[i];
+      output::ReplayPhaseRecord ph;
+      ph.dispatch_id = info.dispatch_id;
+      ph.agent_id = info.agent_id.handle;
+      ph.stream_id = info.stream_id.handle;
+      ph.phase = iv.kind == KREPLAY_REPLAY_INTERVAL_SNAPSHOT ? "snapshot" : "restore";
+      ph.after_pass = iv.after_pass;
+      ph.start_ns = iv.start_timestamp;
+      ph.end_ns = iv.end_timestamp;
+      ph.bytes = iv.bytes;
+      ph.app_pass = r.app_pass;
+      if (Status s = writer_->replay_phase(ph); !s.ok()) KR_WARN("{}", s.message());
+    }
+  }
+  d.record_ready = true;
+  // A replayed dispatch is complete now. One that runs once completes when its counters or its
+  // trace arrive; without either there is nothing more to learn.
+  bool more_to_come = !d.replayed && ((counting && (d.plan && !d.plan->passes.empty() &&
+                                                    d.plan->passes[0].kind ==
+                                                        PlannedPass::Kind::kCounters)) ||
+                                      d.rotation_config != 0 || config.output.kernel_trace);
+  if (!more_to_come) finish_dispatch_locked(info.dispatch_id);
+}
+
+void Profiler::finish_dispatch_locked(uint64_t id) {
+  auto it = dispatches_.find(id);
+  if (it == dispatches_.end()) return;
+  if (it->second.record_ready) {
+    if (Status s = writer_->dispatch(it->second.record); !s.ok()) KR_WARN("{}", s.message());
+  }
+  dispatches_.erase(it);
+}
+
+void Profiler::on_pass_enter(const kreplay_callback_tracing_kernel_replay_data_t& p) {
+  tl_pass = nullptr;
+  std::lock_guard lock(mu_);
+  auto it = dispatches_.find(p.dispatch_info.dispatch_id);
+  if (it == dispatches_.end() || !it->second.plan) return;
+  const auto& passes = it->second.plan->passes;
+  if (p.current_pass >= passes.size()) return;
+  tl_pass = &passes[p.current_pass];
+  // Every pass sets the counters explicitly: off on a timing pass, on otherwise.
+  if (counting) {
+    if (tl_pass->kind == PlannedPass::Kind::kTiming) {
+      p.replay_stop_context(count_ctx);
+    } else {
+      p.replay_start_context(count_ctx);
+    }
+  }
+}
+
+void Profiler::on_pass_exit(const kreplay_callback_tracing_kernel_replay_data_t& p) {
+  tl_pass = nullptr;
+  std::lock_guard lock(mu_);
+  auto it = dispatches_.find(p.dispatch_info.dispatch_id);
+  if (it == dispatches_.end()) return;
+  if (p.end_timestamp == 0) return;  // the pass did not complete
+  auto& r = it->second.record;
+  if (r.start_ns == 0 || p.start_timestamp < r.start_ns) r.start_ns = p.start_timestamp;
+  r.end_ns = std::max(r.end_ns, p.end_timestamp);
+  if (config.output.kernel_trace) return;  // the trace writes pass records
+  output::PassRecord pr;
+  pr.dispatch_id = p.dispatch_info.dispatch_id;
+  pr.replay_pass = p.current_pass;
+  pr.agent_id = p.dispatch_info.agent_id.handle;
+  pr.stream_id = p.dispatch_info.stream_id.handle;
+  pr.start_ns = p.start_timestamp;
+  pr.end_ns = p.end_timestamp;
+  pr.app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
+  if (Status s = writer_->pass(pr); !s.ok()) KR_WARN("{}", s.message());
+}
+
+uint64_t Profiler::pick_config(const kreplay_dispatch_counting_data_t& data) {
+  const PlannedPass* pass = tl_pass;
+  std::lock_guard lock(mu_);
+  auto it = dispatches_.find(data.dispatch_info.dispatch_id);
+  if (it == dispatches_.end() || !it->second.selected) return 0;
+  const Dispatch& d = it->second;
+  if (d.rotation_config != 0) return d.rotation_config;
+  if (pass == nullptr && d.plan && !d.plan->passes.empty() && data.replay_pass == 0)
+    pass = &d.plan->passes[0];  // a single run (not replayed, or declined) runs pass 0's service
+  if (pass == nullptr || pass->kind != PlannedPass::Kind::kCounters) return 0;
+  return pass->config;
+}
+
+std::string Profiler::counter_name(uint64_t id) {
+  auto it = counter_names_.find(id);
+  if (it != counter_names_.end()) return it->second;
+  kreplay_counter_info_t info{};
+  info.size = sizeof(info);
+  std::string name = kreplay_query_counter_info({id}, &info) == KREPLAY_STATUS_SUCCESS && info.name
+                         ? info.name
+                         : fmt::format("counter{}", id);
+  counter_names_.emplace(id, name);
+  return name;
+}
+
+void Profiler::on_counters(const kreplay_dispatch_counting_data_t& data,
+                           const kreplay_counter_record_t* records, size_t n) {
+  std::lock_guard lock(mu_);
+  uint32_t app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
+  for (size_t i = 0; i < n; ++i) {
+    output::CounterRecord c;
+    c.dispatch_id = records[i].dispatch_id;
+    c.replay_pass = records[i].replay_pass;
+    c.agent_id = records[i].agent_id.handle;
+    c.kernel_id = data.dispatch_info.kernel_id;
+    c.name = counter_name(records[i].counter_id.handle);
+    c.value = records[i].value;
+    c.app_pass = app_pass;
+    if (Status s = writer_->counter(c); !s.ok()) KR_WARN("{}", s.message());
+  }
+  auto it = dispatches_.find(data.dispatch_info.dispatch_id);
+  if (it == dispatches_.end() || it->second.replayed) return;
+  // A single run: its pass and its dispatch are complete with these values.
+  auto& r = it->second.record;
+  r.start_ns = data.start_timestamp;
+  r.end_ns = data.end_timestamp;
+  if (!config.output.kernel_trace) {
+    output::PassRecord pr;
+    pr.dispatch_id = data.dispatch_info.dispatch_id;
+    pr.replay_pass = data.replay_pass;
+    pr.agent_id = data.dispatch_info.agent_id.handle;
+    pr.stream_id = data.dispatch_info.stream_id.handle;
+    pr.start_ns = data.start_timestamp;
+    pr.end_ns = data.end_timestamp;
+    pr.app_pass = app_pass;
+    if (Status s = writer_->pass(pr); !s.ok()) KR_WARN("{}", s.message());
+    finish_dispatch_locked(data.dispatch_info.dispatch_id);
+  }
+}
+
+void Profiler::on_trace(const kreplay_callback_tracing_kernel_dispatch_data_t& p, bool exit) {
+  if (!exit) return;
+  std::lock_guard lock(mu_);
+  auto it = dispatches_.find(p.dispatch_info.dispatch_id);
+  if (it == dispatches_.end()) return;  // a dispatch the tool did not keep
+  output::PassRecord pr;
+  pr.dispatch_id = p.dispatch_info.dispatch_id;
+  pr.replay_pass = p.replay_pass;
+  pr.agent_id = p.dispatch_info.agent_id.handle;
+  pr.stream_id = p.dispatch_info.stream_id.handle;
+  pr.start_ns = p.start_timestamp;
+  pr.end_ns = p.end_timestamp;
+  pr.app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
+  write_kernel_locked(p.dispatch_info);
+  if (Status s = writer_->pass(pr); !s.ok()) KR_WARN("{}", s.message());
+  auto& r = it->second.record;
+  if (r.start_ns == 0 || p.start_timestamp < r.start_ns) r.start_ns = p.start_timestamp;
+  r.end_ns = std::max(r.end_ns, p.end_timestamp);
+  if (!it->second.replayed && it->second.record_ready) finish_dispatch_locked(pr.dispatch_id);
+}
+
+void Profiler::on_code_object(const kreplay_callback_tracing_code_object_data_t& p,
+                              kreplay_callback_phase_t phase, uint32_t op) {
+  if (op != KREPLAY_CODE_OBJECT_KERNEL_SYMBOL_REGISTER || phase != KREPLAY_CALLBACK_PHASE_ENTER)
+    return;
+  std::lock_guard lock(mu_);
+  kernel_code_object_[p.kernel_id] = p.code_object_id;
+}
+
+void Profiler::on_memory(const kreplay_callback_tracing_memory_allocation_data_t& p, uint32_t op) {
+  std::lock_guard lock(mu_);
+  if (!writer_ || finished_) return;
+  output::AllocationRecord a;
+  a.agent_id = p.agent_id.handle;
+  a.operation = op == KREPLAY_MEMORY_ALLOCATION_FREE ? "free" : "alloc";
+  a.kind = memory_kind_name(p.memory_kind);
+  a.address = p.address;
+  a.size = p.allocation_size;
+  a.timestamp_ns = p.timestamp;
+  a.app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
+  if (Status s = writer_->allocation(a); !s.ok()) KR_WARN("{}", s.message());
+}
+
+void Profiler::progress_loop() {
+  uint64_t next = start_ns_ + 2000000000ull;
+  std::unique_lock lock(progress_mu_);
+  while (!stop_progress_) {
+    progress_cv_.wait_for(lock, std::chrono::milliseconds(200));
+    if (stop_progress_) break;
+    uint64_t now = now_ns();
+    if (now < next) continue;
+    next = now + 2000000000ull;
+    KR_NOTICE("{:.1f} s: {} launches, {} replayed, {} passes, {} declined, {} not selected",
+           static_cast<double>(now - start_ns_) / 1e9, launches_.load(), replayed_.load(),
+           passes_.load(), declined_.load(), not_selected_.load());
+    std::lock_guard wlock(mu_);
+    if (writer_ && !finished_) (void)writer_->flush();
+  }
+}
+
+void Profiler::finalize(bool from_signal) {
+  {
+    std::lock_guard lock(progress_mu_);
+    stop_progress_ = true;
+  }
+  progress_cv_.notify_all();
+  if (!from_signal && progress_.joinable()) progress_.join();
+
+  std::unique_lock lock(mu_, std::defer_lock);
+  if (from_signal) {
+    // The signal may have interrupted a thread holding the lock: do not wait forever.
+    for (int i = 0; i < 100 && !lock.try_lock(); ++i) usleep(10000);
+    if (!lock.owns_lock()) return;
+  } else {
+    lock.lock();
+  }
+  if (finished_ || !writer_) return;
+  finished_ = true;
+  // Dispatches still waiting for their completion (e.g. the process exits mid-launch).
+  std::vector<uint64_t> pending;
+  for (const auto& [id, d] : dispatches_) pending.push_back(id);
+  for (uint64_t id : pending) finish_dispatch_locked(id);
+  output::RunSummary sum;
+  sum.end_ns = now_ns();
+  sum.launches = launches_.load();
+  sum.replayed = replayed_.load();
+  sum.declined = declined_.load();
+  sum.not_selected = not_selected_.load();
+  sum.passes = passes_.load();
+  sum.declined_by_reason = declined_by_reason_;
+  sum.exit_code = from_signal ? -1 : 0;
+  if (Status s = writer_->finish(sum); !s.ok()) KR_ERROR("{}", s.message());
+
+  std::string declined;
+  for (const auto& [reason, n] : declined_by_reason_) {
+    declined += fmt::format("{}{}: {}", declined.empty() ? " (" : ", ", reason, n);
+  }
+  if (!declined.empty()) declined += ")";
+  KR_NOTICE("{} launches: {} replayed ({} passes), {} declined{}, {} not selected",
+         sum.launches, sum.replayed, sum.passes, sum.declined, declined, sum.not_selected);
+  for (const auto& f : outputs_) KR_NOTICE("output: {}", f);
+}
+
+int tool_init(kreplay_client_finalize_t, void*) { return Profiler::get().initialize(); }
+void tool_fini(void*) { Profiler::get().finalize(false); }
+
+}  // namespace
+}  // namespace kreplay::tool
+
+extern "C" __attribute__((visibility("default"))) kreplay_tool_configure_result_t* kreplay_configure(
+    uint32_t, const char*, uint32_t, kreplay_client_id_t* id) {
+  using kreplay::tool::Profiler;
+  auto cfg = kreplay::cli::load_tool_config_from_env();
+  if (!cfg.ok()) {
+    if (cfg.status().code() != KREPLAY_STATUS_ERROR_NOT_AVAILABLE)
+      KR_ERROR("kreplay tool: {}", cfg.status().message());
+    return nullptr;  // not run by the kreplay command, or a broken config: do not load
+  }
+  Profiler::get().config = std::move(cfg).value();
+  id->name = "kreplay";
+  static kreplay_tool_configure_result_t result{sizeof(result), &kreplay::tool::tool_init,
+                                                &kreplay::tool::tool_fini, nullptr};
+  return &result;
+}
