@@ -34,6 +34,14 @@ KREPLAY_API const char* kreplay_get_status_string(kreplay_status_t status);
  */
 KREPLAY_API const char* kreplay_get_last_error_message(void);
 
+/** @brief Lower-case name of a replay outcome ("replayed", "declined", "not_requested"); NULL if
+ * unknown. */
+KREPLAY_API const char* kreplay_get_replay_outcome_name(kreplay_replay_outcome_t outcome);
+
+/** @brief Lower-case name of a decline reason ("snapshot_too_large", ...; "" for NONE); NULL if
+ * unknown. */
+KREPLAY_API const char* kreplay_get_decline_reason_name(kreplay_decline_reason_t reason);
+
 /** @brief SDK version: @p major, @p minor, @p patch may each be NULL. */
 KREPLAY_API kreplay_status_t kreplay_get_version(uint32_t* major, uint32_t* minor,
                                                  uint32_t* patch);

@@ -62,8 +62,9 @@ typedef kreplay_tool_configure_result_t* (*kreplay_configure_func_t)(
     uint32_t version, const char* runtime_version, uint32_t priority,
     kreplay_client_id_t* client_id);
 
-/** The configure function a tool exports. */
-kreplay_tool_configure_result_t* kreplay_configure(uint32_t version, const char* runtime_version,
+/** The configure function a tool exports (visible even when the tool builds with
+ * -fvisibility=hidden). */
+__attribute__((visibility("default"))) kreplay_tool_configure_result_t* kreplay_configure(uint32_t version, const char* runtime_version,
                                                    uint32_t priority,
                                                    kreplay_client_id_t* client_id);
 

@@ -64,9 +64,14 @@ Result<Placement> StoragePool::place(device::Device& dev, const std::vector<Regi
       }
     }
   }
+  // Largest regions first on the device tier (fewest bytes left for the slower host tier).
+  std::vector<size_t> order(regions.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return regions[a].size > regions[b].size; });
   uint64_t dev_used = 0, host_need = 0;
   std::vector<bool> on_device(regions.size(), false);
-  for (size_t i = 0; i < regions.size(); ++i) {
+  for (size_t i : order) {
     uint64_t sz = align_up(regions[i].size);
     if (dev_used + sz <= dev_cap) {
       on_device[i] = true;
@@ -79,9 +84,9 @@ Result<Placement> StoragePool::place(device::Device& dev, const std::vector<Regi
     Status s = ensure(dev, device::StorageTier::kPinnedHost, &host_block_, host_need, host_need);
     if (!s.ok()) {
       return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,
-                   "snapshot needs " + format_bytes(p.total_bytes) + " but device storage holds " +
-                       format_bytes(dev_cap) + " and pinned host storage cannot take the other " +
-                       format_bytes(host_need));
+                   "snapshot needs " + format_bytes(need) + " of storage: " +
+                       format_bytes(dev_used) + " fit device storage and pinned host storage " +
+                       "cannot take the remaining " + format_bytes(host_need));
     }
   }
   uint64_t dev_off = 0, host_off = 0, chunk = 0;

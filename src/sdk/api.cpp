@@ -131,6 +131,33 @@ const char* kreplay_get_status_string(kreplay_status_t status) {
 
 const char* kreplay_get_last_error_message(void) { return tl_last_error.c_str(); }
 
+const char* kreplay_get_replay_outcome_name(kreplay_replay_outcome_t outcome) {
+  switch (outcome) {
+    case KREPLAY_REPLAY_OUTCOME_NONE: return "none";
+    case KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED: return "not_requested";
+    case KREPLAY_REPLAY_OUTCOME_REPLAYED: return "replayed";
+    case KREPLAY_REPLAY_OUTCOME_DECLINED: return "declined";
+    default: return nullptr;
+  }
+}
+
+const char* kreplay_get_decline_reason_name(kreplay_decline_reason_t reason) {
+  switch (reason) {
+    case KREPLAY_DECLINE_REASON_NONE: return "";
+    case KREPLAY_DECLINE_REASON_INVALID_PLAN: return "invalid_plan";
+    case KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE: return "snapshot_too_large";
+    case KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT: return "drain_timeout";
+    case KREPLAY_DECLINE_REASON_REENTRANT_LAUNCH: return "reentrant_launch";
+    case KREPLAY_DECLINE_REASON_STREAM_CAPTURE: return "stream_capture";
+    case KREPLAY_DECLINE_REASON_GRAPH_LAUNCH: return "graph_launch";
+    case KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY: return "untracked_memory";
+    case KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED: return "snapshot_failed";
+    case KREPLAY_DECLINE_REASON_LAUNCH_FAILED: return "launch_failed";
+    case KREPLAY_DECLINE_REASON_PASS_TIMEOUT: return "pass_timeout";
+    default: return nullptr;
+  }
+}
+
 kreplay_status_t kreplay_get_version(uint32_t* major, uint32_t* minor, uint32_t* patch) {
   if (major) *major = KREPLAY_VERSION_MAJOR;
   if (minor) *minor = KREPLAY_VERSION_MINOR;

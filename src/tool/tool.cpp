@@ -34,28 +34,13 @@ namespace kreplay::tool {
 namespace {
 
 const char* reason_name(kreplay_decline_reason_t r) {
-  switch (r) {
-    case KREPLAY_DECLINE_REASON_NONE: return "";
-    case KREPLAY_DECLINE_REASON_INVALID_PLAN: return "invalid_plan";
-    case KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE: return "snapshot_too_large";
-    case KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT: return "drain_timeout";
-    case KREPLAY_DECLINE_REASON_REENTRANT_LAUNCH: return "reentrant_launch";
-    case KREPLAY_DECLINE_REASON_STREAM_CAPTURE: return "stream_capture";
-    case KREPLAY_DECLINE_REASON_GRAPH_LAUNCH: return "graph_launch";
-    case KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY: return "untracked_memory";
-    case KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED: return "snapshot_failed";
-    case KREPLAY_DECLINE_REASON_LAUNCH_FAILED: return "launch_failed";
-    case KREPLAY_DECLINE_REASON_PASS_TIMEOUT: return "pass_timeout";
-    default: return "unknown";
-  }
+  const char* n = kreplay_get_decline_reason_name(r);
+  return n ? n : "unknown";
 }
 
 const char* outcome_name(kreplay_replay_outcome_t o) {
-  switch (o) {
-    case KREPLAY_REPLAY_OUTCOME_REPLAYED: return "replayed";
-    case KREPLAY_REPLAY_OUTCOME_DECLINED: return "declined";
-    default: return "not_requested";
-  }
+  const char* n = kreplay_get_replay_outcome_name(o);
+  return n ? n : "unknown";
 }
 
 const char* memory_kind_name(kreplay_memory_kind_t k) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "kreplay/cxx/names.hpp"
 #include "sdk/runtime.hpp"
 
 namespace kreplay::test {
@@ -866,6 +867,23 @@ TEST(Names, KindsAndOperations) {
             KREPLAY_STATUS_ERROR_OPERATION_NOT_FOUND);
   EXPECT_EQ(kreplay_query_callback_tracing_kind_name(KREPLAY_CALLBACK_TRACING_LAST, &n),
             KREPLAY_STATUS_ERROR_KIND_NOT_FOUND);
+}
+
+}  // namespace
+}  // namespace kreplay::test
+
+namespace kreplay::test {
+namespace {
+
+TEST(Names, OutcomesAndReasonsHavePublicNames) {
+  for (int r = 0; r < KREPLAY_DECLINE_REASON_LAST; ++r) {
+    EXPECT_NE(kreplay_get_decline_reason_name(static_cast<kreplay_decline_reason_t>(r)), nullptr);
+  }
+  EXPECT_EQ(kreplay_get_decline_reason_name(KREPLAY_DECLINE_REASON_LAST), nullptr);
+  EXPECT_STREQ(kreplay_get_decline_reason_name(KREPLAY_DECLINE_REASON_GRAPH_LAUNCH), "graph_launch");
+  EXPECT_EQ(kreplay::cxx::name(KREPLAY_REPLAY_OUTCOME_REPLAYED), "replayed");
+  EXPECT_EQ(kreplay::cxx::name(KREPLAY_STATUS_ERROR_CONTEXT_ERROR),
+            "KREPLAY_STATUS_ERROR_CONTEXT_ERROR");
 }
 
 }  // namespace
