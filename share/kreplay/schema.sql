@@ -1,0 +1,188 @@
+-- kreplay results database (<dir>/<stem>_results.db), schema version 1.
+--
+-- This file is the source of truth. It is embedded into the writer at build time and run on every
+-- new database; metadata.schema_version holds kSchemaVersion (src/output/records.hpp).
+--
+-- Conventions
+--   * app_pass: the application-replay pass (1..N, --replay-mode application) or 0. Every table
+--     carries it and every key starts with it, so merge_sqlite can put the pass_N databases of one
+--     run into one file without collisions.
+--   * replay_pass: the kernel-replay pass inside one logical dispatch, 0-based. Keys of pass-level
+--     tables include it: a dispatch has one row per executed pass in `passes`, and a counter
+--     collected on several passes has one row per pass in `counters` (never summed, never
+--     dropped).
+--   * *_ns columns are nanoseconds of the SDK clock (CLOCK_MONOTONIC), except run.start_unix_ns
+--     (wall clock). Unsigned 64-bit values are stored as INTEGER; a value >= 2^63 reads back as
+--     its two's-complement negative.
+--   * counters.value is NULL when the measured value was NaN.
+--   * Plain tables (no STRICT, no JSONB) so older SQLite readers open the file.
+--
+-- Views with one column per counter cannot be declared here because the counter set belongs to
+-- the run. The writer creates them when the run begins and refreshes them when new counter names
+-- appear and at the end of the run; merge_sqlite recreates them. Their shape:
+--
+--   dispatch_counters: one row per dispatch.
+--     app_pass, dispatch_id, agent_id, stream_id, kernel_id, kernel_name, outcome, reason,
+--     passes_executed, start_ns, end_ns,
+--     duration_ns  (mean duration of the dispatch's passes; end_ns - start_ns when it has none),
+--     then one REAL column per counter, named after the counter. When a counter was collected on
+--     several passes, the column shows the value of the LOWEST replay_pass that collected it
+--     (metadata.counter_value_pick says so).
+--   kernel_summary: one row per (app_pass, kernel_id), from dispatch_counters.
+--     app_pass, kernel_id, kernel_name, launches, passes, total_ns, avg_ns, min_ns, max_ns,
+--     then one column per counter: its average over the launches that have a value.
+--
+-- Column order of the counter columns: RunInfo::counter_names (request order), then names first
+-- seen in records, in order of arrival (merge_sqlite: each run's counter_names by app_pass, then
+-- the remaining names alphabetically).
+
+CREATE TABLE metadata (
+  key   TEXT PRIMARY KEY NOT NULL,
+  value TEXT NOT NULL
+);
+
+-- One row per application run (per app_pass). Written at begin; the end/summary columns are NULL
+-- until the run finishes, so a NULL end_ns marks a run that was killed.
+CREATE TABLE run (
+  app_pass           INTEGER PRIMARY KEY NOT NULL,
+  app_pass_count     INTEGER NOT NULL,
+  kreplay_version    TEXT NOT NULL,
+  command            TEXT NOT NULL,  -- JSON array: the application's argv
+  hostname           TEXT NOT NULL,
+  pid                INTEGER NOT NULL,
+  replay_mode        TEXT NOT NULL,  -- kernel | application | range
+  counter_names      TEXT NOT NULL,  -- JSON array, request order
+  environment        TEXT NOT NULL,  -- JSON object
+  options            TEXT NOT NULL,  -- JSON object: effective options
+  start_ns           INTEGER NOT NULL,
+  start_unix_ns      INTEGER NOT NULL,
+  end_ns             INTEGER,
+  exit_code          INTEGER,        -- application's exit status (128+signal when killed)
+  launches           INTEGER,        -- logical launches seen
+  replayed           INTEGER,
+  declined           INTEGER,
+  not_selected       INTEGER,        -- filtered out at CONFIG
+  passes             INTEGER,        -- executed passes, all dispatches
+  declined_by_reason TEXT            -- JSON object: reason -> count
+);
+
+CREATE TABLE devices (
+  app_pass             INTEGER NOT NULL,
+  agent_id             INTEGER NOT NULL,
+  type                 TEXT NOT NULL,  -- cuda | host
+  device_index         INTEGER NOT NULL,
+  name                 TEXT NOT NULL,
+  chip                 TEXT NOT NULL,
+  uuid                 TEXT NOT NULL,
+  memory_bytes         INTEGER NOT NULL,
+  multiprocessor_count INTEGER NOT NULL,
+  cc_major             INTEGER NOT NULL,
+  cc_minor             INTEGER NOT NULL,
+  PRIMARY KEY (app_pass, agent_id)
+);
+
+CREATE TABLE kernels (
+  app_pass       INTEGER NOT NULL,
+  kernel_id      INTEGER NOT NULL,
+  agent_id       INTEGER NOT NULL,
+  code_object_id INTEGER NOT NULL,
+  mangled_name   TEXT NOT NULL,
+  demangled_name TEXT NOT NULL,
+  PRIMARY KEY (app_pass, kernel_id)
+);
+
+-- One row per logical dispatch (replayed, declined or not_requested), written after its last pass.
+CREATE TABLE dispatches (
+  app_pass             INTEGER NOT NULL,
+  dispatch_id          INTEGER NOT NULL,
+  agent_id             INTEGER NOT NULL,
+  stream_id            INTEGER NOT NULL,
+  kernel_id            INTEGER NOT NULL,
+  correlation_id       INTEGER NOT NULL,
+  thread_id            INTEGER NOT NULL,
+  grid_x               INTEGER NOT NULL,  -- blocks
+  grid_y               INTEGER NOT NULL,
+  grid_z               INTEGER NOT NULL,
+  block_x              INTEGER NOT NULL,  -- threads
+  block_y              INTEGER NOT NULL,
+  block_z              INTEGER NOT NULL,
+  cluster_x            INTEGER NOT NULL,  -- blocks
+  cluster_y            INTEGER NOT NULL,
+  cluster_z            INTEGER NOT NULL,
+  dynamic_shared_bytes INTEGER NOT NULL,
+  static_shared_bytes  INTEGER NOT NULL,
+  registers            INTEGER NOT NULL,  -- per thread
+  outcome              TEXT NOT NULL,     -- replayed | declined | not_requested
+  reason               TEXT NOT NULL,     -- '' or the decline reason
+  passes_requested     INTEGER NOT NULL,  -- 0 = indefinite
+  passes_executed      INTEGER NOT NULL,
+  bytes_snapshotted    INTEGER NOT NULL,
+  bytes_restored       INTEGER NOT NULL,
+  snapshot_ns          INTEGER NOT NULL,  -- duration
+  restore_ns           INTEGER NOT NULL,  -- duration, summed over restores
+  start_ns             INTEGER NOT NULL,  -- first pass start
+  end_ns               INTEGER NOT NULL,  -- last pass end
+  PRIMARY KEY (app_pass, dispatch_id)
+);
+
+-- One row per executed pass.
+CREATE TABLE passes (
+  app_pass    INTEGER NOT NULL,
+  dispatch_id INTEGER NOT NULL,
+  replay_pass INTEGER NOT NULL,
+  agent_id    INTEGER NOT NULL,
+  stream_id   INTEGER NOT NULL,
+  start_ns    INTEGER NOT NULL,
+  end_ns      INTEGER NOT NULL,
+  PRIMARY KEY (app_pass, dispatch_id, replay_pass)
+) WITHOUT ROWID;
+
+-- One row per counter value per pass. The key orders a dispatch's values of one counter by pass.
+CREATE TABLE counters (
+  app_pass    INTEGER NOT NULL,
+  dispatch_id INTEGER NOT NULL,
+  name        TEXT NOT NULL,
+  replay_pass INTEGER NOT NULL,
+  value       REAL,
+  agent_id    INTEGER NOT NULL,
+  kernel_id   INTEGER NOT NULL,
+  PRIMARY KEY (app_pass, dispatch_id, name, replay_pass)
+) WITHOUT ROWID;
+
+CREATE TABLE allocations (
+  id           INTEGER PRIMARY KEY,  -- arrival order
+  app_pass     INTEGER NOT NULL,
+  agent_id     INTEGER NOT NULL,
+  operation    TEXT NOT NULL,        -- alloc | free
+  kind         TEXT NOT NULL,        -- device | pool | virtual | managed | host_mapped | module_global
+  address      INTEGER NOT NULL,
+  size         INTEGER NOT NULL,
+  timestamp_ns INTEGER NOT NULL
+);
+
+-- Snapshot and restore intervals of replay windows.
+CREATE TABLE replay_phases (
+  id          INTEGER PRIMARY KEY,  -- arrival order
+  app_pass    INTEGER NOT NULL,
+  dispatch_id INTEGER NOT NULL,
+  agent_id    INTEGER NOT NULL,
+  stream_id   INTEGER NOT NULL,
+  phase       TEXT NOT NULL,        -- snapshot | restore
+  after_pass  INTEGER NOT NULL,     -- restore: the pass it follows; snapshot: 0
+  start_ns    INTEGER NOT NULL,
+  end_ns      INTEGER NOT NULL,
+  bytes       INTEGER NOT NULL
+);
+CREATE INDEX replay_phases_by_dispatch ON replay_phases (app_pass, dispatch_id);
+
+-- Long layout, one row per counter value per pass, with the dispatch and pass it belongs to
+-- (the SQL twin of counter_collection.csv).
+CREATE VIEW counter_collection AS
+SELECT c.app_pass, c.dispatch_id, c.replay_pass, c.agent_id, d.stream_id, c.kernel_id,
+       k.demangled_name AS kernel_name, c.name AS counter_name, c.value AS counter_value,
+       p.start_ns, p.end_ns
+FROM counters c
+LEFT JOIN dispatches d ON d.app_pass = c.app_pass AND d.dispatch_id = c.dispatch_id
+LEFT JOIN kernels k ON k.app_pass = c.app_pass AND k.kernel_id = c.kernel_id
+LEFT JOIN passes p
+  ON p.app_pass = c.app_pass AND p.dispatch_id = c.dispatch_id AND p.replay_pass = c.replay_pass;

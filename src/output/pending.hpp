@@ -1,0 +1,46 @@
+// Dispatches in flight: their counter and pass records arrive before the dispatch record, and
+// the CSV, perfetto and summary writers need them together. Only in-flight dispatches are kept.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "output/records.hpp"
+
+namespace kreplay::output {
+
+struct PendingDispatch {
+  std::vector<CounterRecord> counters;  ///< arrival order
+  std::vector<PassRecord> passes;       ///< arrival order
+};
+
+class PendingDispatches {
+ public:
+  PendingDispatch& get(uint32_t app_pass, uint64_t dispatch_id);
+  /// Remove and return the dispatch's records (empty when none arrived).
+  PendingDispatch take(uint32_t app_pass, uint64_t dispatch_id);
+  /// Remove every dispatch whose dispatch record never came (the run ended mid-dispatch) and
+  /// return it with a DispatchRecord rebuilt from its records: outcome "incomplete", ids, start
+  /// and end from its passes, passes_executed = pass records seen. Ordered by (app_pass, id).
+  std::vector<std::pair<DispatchRecord, PendingDispatch>> take_incomplete();
+  size_t size() const { return map_.size(); }
+
+ private:
+  std::map<std::pair<uint32_t, uint64_t>, PendingDispatch> map_;
+};
+
+/// Per counter name, the record of the lowest replay_pass that collected it (first arrival on a
+/// tie). This is the value a one-row-per-dispatch view shows.
+std::map<std::string, const CounterRecord*> first_pass_values(const PendingDispatch& pending);
+
+/// The dispatch's kernel time: the mean duration of its passes, or end_ns - start_ns when no
+/// pass record came.
+double dispatch_duration_ns(const DispatchRecord& dispatch, const PendingDispatch& pending);
+
+/// The pass record for @p replay_pass, or nullptr.
+const PassRecord* find_pass(const PendingDispatch& pending, uint64_t replay_pass);
+
+}  // namespace kreplay::output

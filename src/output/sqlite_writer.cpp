@@ -1,0 +1,745 @@
+#include "output/sqlite_writer.hpp"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cctype>
+#include <concepts>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "common/logging.hpp"
+#include "output/output_file.hpp"
+#include "output/schema_sql.hpp"
+#include "output/text.hpp"
+
+namespace kreplay::output {
+namespace {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+std::string dump_json(const ojson& value) {
+  return value.dump(-1, ' ', false, ojson::error_handler_t::replace);
+}
+
+std::string quote_identifier(std::string_view name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string quote_literal(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  return out + "'";
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A thin RAII layer over the C API: every failure becomes a Status naming the database file.
+
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(sqlite3_stmt* stmt) : stmt_(stmt) {}  // NOLINT(google-explicit-constructor)
+  Stmt(Stmt&& other) noexcept : stmt_(std::exchange(other.stmt_, nullptr)) {}
+  Stmt& operator=(Stmt&& other) noexcept {
+    if (this != &other) {
+      sqlite3_finalize(stmt_);
+      stmt_ = std::exchange(other.stmt_, nullptr);
+    }
+    return *this;
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+template <std::integral T>
+int bind_one(sqlite3_stmt* s, int i, T v) {
+  return sqlite3_bind_int64(s, i, static_cast<sqlite3_int64>(v));  // u64: two's complement
+}
+int bind_one(sqlite3_stmt* s, int i, double v) {
+  return sqlite3_bind_double(s, i, v);
+}
+int bind_one(sqlite3_stmt* s, int i, const std::string& v) {
+  return sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+}
+
+class Db {
+ public:
+  Db() = default;
+  Db(Db&& other) noexcept : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}
+  Db& operator=(Db&& other) noexcept {
+    if (this != &other) {
+      close();
+      db_ = std::exchange(other.db_, nullptr);
+      path_ = std::move(other.path_);
+    }
+    return *this;
+  }
+  ~Db() { close(); }
+
+  static Result<Db> open(const std::string& path, int flags) {
+    Db db;
+    db.path_ = path;
+    int rc = sqlite3_open_v2(path.c_str(), &db.db_, flags, nullptr);
+    if (rc != SQLITE_OK) {
+      std::string why = db.db_ != nullptr ? sqlite3_errmsg(db.db_) : sqlite3_errstr(rc);
+      return Error(
+          KREPLAY_STATUS_ERROR,
+          fmt::format(
+              "cannot open SQLite database '{}': {}{}", path, why,
+              (flags & SQLITE_OPEN_CREATE) != 0 ? "; choose a writable output directory" : ""));
+    }
+    sqlite3_extended_result_codes(db.db_, 1);
+    sqlite3_busy_timeout(db.db_, 5000);
+    return db;
+  }
+
+  void close() {
+    if (db_ != nullptr) sqlite3_close_v2(db_);
+    db_ = nullptr;
+  }
+  sqlite3* get() const { return db_; }
+  const std::string& path() const { return path_; }
+
+  Status error(std::string_view what) const {
+    return Error(KREPLAY_STATUS_ERROR,
+                 fmt::format("SQLite error in '{}' ({}): {}", path_, what,
+                             db_ != nullptr ? sqlite3_errmsg(db_) : "not open"));
+  }
+
+  Status exec(const std::string& sql) {
+    char* message = nullptr;
+    int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message);
+    if (rc != SQLITE_OK) {
+      std::string text = message != nullptr ? message : sqlite3_errstr(rc);
+      sqlite3_free(message);
+      std::string head = sql.substr(0, std::min<size_t>(sql.find('\n'), 60));
+      return Error(KREPLAY_STATUS_ERROR,
+                   fmt::format("SQLite error in '{}' ({}): {}", path_, head, text));
+    }
+    return Status::Ok();
+  }
+
+  Result<Stmt> prepare(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
+                           SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK) {
+      return error("prepare");
+    }
+    return Stmt(stmt);
+  }
+
+  /// Bind @p args to ?1.., run to completion, reset.
+  template <typename... Args>
+  Status run(Stmt& stmt, std::string_view what, const Args&... args) {
+    sqlite3_stmt* s = stmt.get();
+    int index = 0;
+    int rc = SQLITE_OK;
+    ((rc = rc == SQLITE_OK ? bind_one(s, ++index, args) : rc), ...);
+    if (rc == SQLITE_OK) {
+      do {
+        rc = sqlite3_step(s);
+      } while (rc == SQLITE_ROW);
+    }
+    Status status = (rc == SQLITE_DONE || rc == SQLITE_OK) ? Status::Ok() : error(what);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return status;
+  }
+
+  /// First column of the first row of @p sql as text ("" when no row).
+  Result<std::string> query_text(const std::string& sql) {
+    ASSIGN_OR_RETURN(Stmt stmt, prepare(sql));
+    int rc = sqlite3_step(stmt.get());
+    if (rc == SQLITE_ROW) {
+      const unsigned char* text = sqlite3_column_text(stmt.get(), 0);
+      return std::string(text != nullptr ? reinterpret_cast<const char*>(text) : "");
+    }
+    if (rc != SQLITE_DONE) return error(sql);
+    return std::string();
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+/// Replace @p path and any journal of it with a new database holding the schema.
+Result<Db> create_database(const std::string& path) {
+  RETURN_IF_ERROR(create_parent_directories(path));
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    RETURN_IF_ERROR(remove_file(path + suffix));
+  }
+  ASSIGN_OR_RETURN(Db db, Db::open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                             SQLITE_OPEN_NOMUTEX));  // callers serialize
+  RETURN_IF_ERROR(db.exec("BEGIN"));
+  RETURN_IF_ERROR(db.exec(kSchemaSql));
+  ASSIGN_OR_RETURN(Stmt meta, db.prepare("INSERT OR REPLACE INTO metadata (key, value) "
+                                         "VALUES (?1, ?2)"));
+  const std::pair<const char*, std::string> rows[] = {
+      {"schema_version", std::to_string(kSchemaVersion)},
+      {"format", "kreplay results"},
+      {"timestamp_clock", "CLOCK_MONOTONIC nanoseconds (run.start_unix_ns: wall clock)"},
+      {"counter_value_pick",
+       "dispatch_counters and kernel_summary show, per dispatch, the value of the lowest "
+       "replay_pass that collected the counter; table counters keeps every pass"},
+  };
+  for (const auto& [key, value] : rows) {
+    RETURN_IF_ERROR(db.run(meta, "metadata", std::string(key), value));
+  }
+  RETURN_IF_ERROR(db.exec("COMMIT"));
+  return db;
+}
+
+/// View column names for @p counters: the counter name, made unique (case-insensitively, as
+/// SQLite compares names) against the fixed columns and the earlier counters.
+std::vector<std::string> counter_columns(const std::vector<std::string>& counters) {
+  std::set<std::string> taken = {
+      "app_pass", "dispatch_id", "agent_id",        "stream_id", "kernel_id", "kernel_name",
+      "outcome",  "reason",      "passes_executed", "start_ns",  "end_ns",    "duration_ns",
+      "launches", "passes",      "total_ns",        "avg_ns",    "min_ns",    "max_ns"};
+  std::vector<std::string> out;
+  for (const auto& name : counters) {
+    std::string column = name;
+    for (int n = 2; taken.count(lower(column)) != 0; ++n) column = fmt::format("{}#{}", name, n);
+    taken.insert(lower(column));
+    out.push_back(column);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string counter_views_sql(const std::vector<std::string>& counters) {
+  std::vector<std::string> columns = counter_columns(counters);
+  std::string sql =
+      "DROP VIEW IF EXISTS kernel_summary;\n"
+      "DROP VIEW IF EXISTS dispatch_counters;\n"
+      "CREATE VIEW dispatch_counters AS\n"
+      "WITH pass_time AS (\n"
+      "  SELECT app_pass, dispatch_id, AVG(end_ns - start_ns) AS avg_ns\n"
+      "  FROM passes GROUP BY app_pass, dispatch_id),\n"
+      "first_pass AS (\n"
+      "  SELECT app_pass, dispatch_id, name, value, MIN(replay_pass) AS replay_pass\n"
+      "  FROM counters GROUP BY app_pass, dispatch_id, name)\n"
+      "SELECT d.app_pass, d.dispatch_id, d.agent_id, d.stream_id, d.kernel_id,\n"
+      "  COALESCE(NULLIF(k.demangled_name, ''), NULLIF(k.mangled_name, ''),\n"
+      "           'kernel ' || d.kernel_id) AS kernel_name,\n"
+      "  d.outcome, d.reason, d.passes_executed, d.start_ns, d.end_ns,\n"
+      "  COALESCE(t.avg_ns, CAST(d.end_ns - d.start_ns AS REAL)) AS duration_ns";
+  for (size_t i = 0; i < counters.size(); ++i) {
+    sql += fmt::format(",\n  MAX(CASE WHEN f.name = {} THEN f.value END) AS {}",
+                       quote_literal(counters[i]), quote_identifier(columns[i]));
+  }
+  sql +=
+      "\nFROM dispatches d\n"
+      "LEFT JOIN kernels k ON k.app_pass = d.app_pass AND k.kernel_id = d.kernel_id\n"
+      "LEFT JOIN pass_time t ON t.app_pass = d.app_pass AND t.dispatch_id = d.dispatch_id\n"
+      "LEFT JOIN first_pass f ON f.app_pass = d.app_pass AND f.dispatch_id = d.dispatch_id\n"
+      "GROUP BY d.app_pass, d.dispatch_id;\n"
+      "CREATE VIEW kernel_summary AS\n"
+      "SELECT app_pass, kernel_id, kernel_name, COUNT(*) AS launches,\n"
+      "  SUM(passes_executed) AS passes, SUM(duration_ns) AS total_ns, AVG(duration_ns) AS "
+      "avg_ns,\n"
+      "  MIN(duration_ns) AS min_ns, MAX(duration_ns) AS max_ns";
+  for (const auto& column : columns) {
+    sql += fmt::format(",\n  AVG({0}) AS {0}", quote_identifier(column));
+  }
+  sql += "\nFROM dispatch_counters GROUP BY app_pass, kernel_id;\n";
+  return sql;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct SqliteWriter::Impl {
+  Db db;
+  Stmt run_insert, run_update, device_insert, kernel_insert, dispatch_insert, pass_insert,
+      counter_insert, allocation_insert, phase_insert;
+  bool begun = false;
+  bool finished = false;
+  bool in_transaction = false;
+  size_t since_commit = 0;
+  uint32_t app_pass = 0;
+  std::vector<std::string> counter_names;  // view columns, in order
+  std::set<std::string> known_counters;
+  bool views_stale = false;
+
+  Status usable() const {
+    if (finished) return db.error("write after finish");
+    return Status::Ok();
+  }
+
+  Status open_transaction() {
+    if (in_transaction) return Status::Ok();
+    RETURN_IF_ERROR(db.exec("BEGIN"));
+    in_transaction = true;
+    return Status::Ok();
+  }
+
+  Status commit() {
+    if (!in_transaction) return Status::Ok();
+    in_transaction = false;
+    since_commit = 0;
+    return db.exec("COMMIT");
+  }
+
+  /// Insert one record row (within the open transaction; committed every kCommitEvery).
+  template <typename... Args>
+  Status insert(Stmt& stmt, std::string_view what, const Args&... args) {
+    RETURN_IF_ERROR(usable());
+    RETURN_IF_ERROR(open_transaction());
+    RETURN_IF_ERROR(db.run(stmt, what, args...));
+    if (++since_commit >= kCommitEvery) return commit();
+    return Status::Ok();
+  }
+
+  void note_counter(const std::string& name) {
+    if (known_counters.insert(name).second) {
+      counter_names.push_back(name);
+      views_stale = true;
+    }
+  }
+
+  Status refresh_views() {
+    RETURN_IF_ERROR(open_transaction());
+    RETURN_IF_ERROR(db.exec(counter_views_sql(counter_names)));
+    views_stale = false;
+    return Status::Ok();
+  }
+
+  Status prepare_all() {
+    ASSIGN_OR_RETURN(run_insert,
+                     db.prepare("INSERT INTO run (app_pass, app_pass_count, kreplay_version, "
+                                "command, hostname, pid, replay_mode, counter_names, environment, "
+                                "options, start_ns, start_unix_ns) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+    ASSIGN_OR_RETURN(run_update,
+                     db.prepare("UPDATE run SET end_ns = ?2, exit_code = ?3, launches = ?4, "
+                                "replayed = ?5, declined = ?6, not_selected = ?7, passes = ?8, "
+                                "declined_by_reason = ?9 WHERE app_pass = ?1"));
+    ASSIGN_OR_RETURN(device_insert,
+                     db.prepare("INSERT OR REPLACE INTO devices (app_pass, agent_id, type, "
+                                "device_index, name, chip, uuid, memory_bytes, "
+                                "multiprocessor_count, cc_major, cc_minor) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
+    ASSIGN_OR_RETURN(kernel_insert,
+                     db.prepare("INSERT OR REPLACE INTO kernels (app_pass, kernel_id, agent_id, "
+                                "code_object_id, mangled_name, demangled_name) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+    ASSIGN_OR_RETURN(
+        dispatch_insert,
+        db.prepare("INSERT INTO dispatches (app_pass, dispatch_id, agent_id, stream_id, "
+                   "kernel_id, correlation_id, thread_id, grid_x, grid_y, grid_z, block_x, "
+                   "block_y, block_z, cluster_x, cluster_y, cluster_z, dynamic_shared_bytes, "
+                   "static_shared_bytes, registers, outcome, reason, passes_requested, "
+                   "passes_executed, bytes_snapshotted, bytes_restored, snapshot_ns, restore_ns, "
+                   "start_ns, end_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+                   "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "
+                   "?28, ?29)"));
+    ASSIGN_OR_RETURN(pass_insert,
+                     db.prepare("INSERT INTO passes (app_pass, dispatch_id, replay_pass, "
+                                "agent_id, stream_id, start_ns, end_ns) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+    ASSIGN_OR_RETURN(counter_insert,
+                     db.prepare("INSERT INTO counters (app_pass, dispatch_id, name, replay_pass, "
+                                "value, agent_id, kernel_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+    ASSIGN_OR_RETURN(allocation_insert,
+                     db.prepare("INSERT INTO allocations (app_pass, agent_id, operation, kind, "
+                                "address, size, timestamp_ns) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+    ASSIGN_OR_RETURN(phase_insert,
+                     db.prepare("INSERT INTO replay_phases (app_pass, dispatch_id, agent_id, "
+                                "stream_id, phase, after_pass, start_ns, end_ns, bytes) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+    return Status::Ok();
+  }
+
+  /// Commit, fold the WAL into the database and leave a single file.
+  Status close_cleanly() {
+    Status status = commit();
+    for (Stmt* stmt : {&run_insert, &run_update, &device_insert, &kernel_insert, &dispatch_insert,
+                       &pass_insert, &counter_insert, &allocation_insert, &phase_insert}) {
+      *stmt = Stmt();
+    }
+    if (status.ok()) status = db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    if (status.ok()) status = db.exec("PRAGMA journal_mode=DELETE");
+    db.close();
+    return status;
+  }
+};
+
+SqliteWriter::SqliteWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+SqliteWriter::~SqliteWriter() {
+  if (impl_ && !impl_->finished) {
+    Status status = impl_->commit();
+    if (!status.ok()) KR_WARN("{}", status.message());
+  }
+}
+
+Result<std::unique_ptr<SqliteWriter>> SqliteWriter::create(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  ASSIGN_OR_RETURN(impl->db, create_database(path));
+  ASSIGN_OR_RETURN(std::string mode, impl->db.query_text("PRAGMA journal_mode=WAL"));
+  if (mode != "wal") {
+    KR_WARN(
+        "SQLite cannot use WAL for '{}' (journal mode '{}'); data is still committed at "
+        "every flush",
+        path, mode);
+  }
+  RETURN_IF_ERROR(impl->db.exec("PRAGMA synchronous=NORMAL"));
+  RETURN_IF_ERROR(impl->prepare_all());
+  return std::unique_ptr<SqliteWriter>(new SqliteWriter(std::move(impl)));
+}
+
+std::vector<std::string> SqliteWriter::output_files() const {
+  return {impl_->db.path()};
+}
+
+Status SqliteWriter::begin(const RunInfo& run) {
+  Impl& m = *impl_;
+  RETURN_IF_ERROR(m.usable());
+  if (m.begun) return m.db.error("begin called twice");
+  m.begun = true;
+  m.app_pass = run.app_pass;
+  for (const auto& name : run.counter_names) m.note_counter(name);
+  ojson command = run.command;
+  ojson counters = run.counter_names;
+  ojson environment = ojson::object();
+  for (const auto& [k, v] : run.environment) environment[k] = v;
+  ojson options = ojson::object();
+  for (const auto& [k, v] : run.options) options[k] = v;
+  RETURN_IF_ERROR(m.open_transaction());
+  RETURN_IF_ERROR(m.db.run(m.run_insert, "run", run.app_pass, run.app_pass_count,
+                           run.kreplay_version, dump_json(command), run.hostname, run.pid,
+                           run.replay_mode, dump_json(counters), dump_json(environment),
+                           dump_json(options), run.start_ns, run.start_unix_ns));
+  ASSIGN_OR_RETURN(Stmt meta, m.db.prepare("INSERT OR REPLACE INTO metadata (key, value) "
+                                           "VALUES ('kreplay_version', ?1)"));
+  RETURN_IF_ERROR(m.db.run(meta, "metadata", run.kreplay_version));
+  RETURN_IF_ERROR(m.refresh_views());
+  return m.commit();
+}
+
+Status SqliteWriter::device(const DeviceRecord& r) {
+  Impl& m = *impl_;
+  return m.insert(m.device_insert, "device", m.app_pass, r.agent_id, r.type, r.device_index, r.name,
+                  r.chip, r.uuid, r.memory_bytes, r.multiprocessor_count, r.cc_major, r.cc_minor);
+}
+
+Status SqliteWriter::kernel(const KernelRecord& r) {
+  Impl& m = *impl_;
+  return m.insert(m.kernel_insert, "kernel", m.app_pass, r.kernel_id, r.agent_id, r.code_object_id,
+                  r.mangled_name, r.demangled_name);
+}
+
+/// Name the record in an insert error (a duplicate key names the dispatch and pass).
+static Status name_record(const Status& status, std::string_view what) {
+  return Error(status.code(), fmt::format("{} (writing {})", status.message(), what));
+}
+
+Status SqliteWriter::dispatch(const DispatchRecord& r) {
+  Impl& m = *impl_;
+  Status status =
+      m.insert(m.dispatch_insert, "dispatch", r.app_pass, r.dispatch_id, r.agent_id, r.stream_id,
+               r.kernel_id, r.correlation_id, r.thread_id, r.grid.x, r.grid.y, r.grid.z, r.block.x,
+               r.block.y, r.block.z, r.cluster.x, r.cluster.y, r.cluster.z, r.dynamic_shared_bytes,
+               r.static_shared_bytes, r.registers, r.outcome, r.reason, r.passes_requested,
+               r.passes_executed, r.bytes_snapshotted, r.bytes_restored, r.snapshot_ns,
+               r.restore_ns, r.start_ns, r.end_ns);
+  if (!status.ok()) return name_record(status, fmt::format("dispatch {}", r.dispatch_id));
+  return status;
+}
+
+Status SqliteWriter::pass(const PassRecord& r) {
+  Impl& m = *impl_;
+  Status status = m.insert(m.pass_insert, "pass", r.app_pass, r.dispatch_id, r.replay_pass,
+                           r.agent_id, r.stream_id, r.start_ns, r.end_ns);
+  if (!status.ok()) {
+    return name_record(status, fmt::format("pass {} of dispatch {}", r.replay_pass, r.dispatch_id));
+  }
+  return status;
+}
+
+Status SqliteWriter::counter(const CounterRecord& r) {
+  Impl& m = *impl_;
+  m.note_counter(r.name);
+  Status status = m.insert(m.counter_insert, "counter", r.app_pass, r.dispatch_id, r.name,
+                           r.replay_pass, r.value, r.agent_id, r.kernel_id);
+  if (!status.ok()) {
+    return name_record(status, fmt::format("counter '{}' of dispatch {} pass {}", r.name,
+                                           r.dispatch_id, r.replay_pass));
+  }
+  return status;
+}
+
+Status SqliteWriter::allocation(const AllocationRecord& r) {
+  Impl& m = *impl_;
+  return m.insert(m.allocation_insert, "allocation", r.app_pass, r.agent_id, r.operation, r.kind,
+                  r.address, r.size, r.timestamp_ns);
+}
+
+Status SqliteWriter::replay_phase(const ReplayPhaseRecord& r) {
+  Impl& m = *impl_;
+  return m.insert(m.phase_insert, "replay phase", r.app_pass, r.dispatch_id, r.agent_id,
+                  r.stream_id, r.phase, r.after_pass, r.start_ns, r.end_ns, r.bytes);
+}
+
+Status SqliteWriter::flush() {
+  Impl& m = *impl_;
+  RETURN_IF_ERROR(m.usable());
+  if (m.views_stale) RETURN_IF_ERROR(m.refresh_views());
+  RETURN_IF_ERROR(m.commit());
+  // Copy what the WAL holds into the database file when no reader is in the way.
+  sqlite3_wal_checkpoint_v2(m.db.get(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  return Status::Ok();
+}
+
+Status SqliteWriter::finish(const RunSummary& s) {
+  Impl& m = *impl_;
+  RETURN_IF_ERROR(m.usable());
+  ojson reasons = ojson::object();
+  for (const auto& [k, v] : s.declined_by_reason) reasons[k] = v;
+  RETURN_IF_ERROR(m.open_transaction());
+  RETURN_IF_ERROR(m.db.run(m.run_update, "run summary", m.app_pass, s.end_ns, s.exit_code,
+                           s.launches, s.replayed, s.declined, s.not_selected, s.passes,
+                           dump_json(reasons)));
+  RETURN_IF_ERROR(m.refresh_views());
+  m.finished = true;
+  return m.close_cleanly();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Result<std::string> dump_sqlite(const std::string& path) {
+  if (!fs::exists(path)) {
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                 fmt::format("cannot dump '{}': no such file", path));
+  }
+  ASSIGN_OR_RETURN(Db db, Db::open(path, SQLITE_OPEN_READONLY));
+  std::string out = "-- schema\n";
+  std::vector<std::pair<std::string, std::string>> objects;  // (type, name) of tables and views
+  {
+    ASSIGN_OR_RETURN(Stmt stmt,
+                     db.prepare("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+                                "AND name NOT LIKE 'sqlite_%' ORDER BY type, name"));
+    int rc;
+    while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+      auto col = [&](int i) {
+        return std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), i)));
+      };
+      out += col(2) + ";\n";
+      if (col(0) == "table" || col(0) == "view") objects.emplace_back(col(0), col(1));
+    }
+    if (rc != SQLITE_DONE) return db.error("read schema");
+  }
+  for (const auto& [type, name] : objects) {
+    ASSIGN_OR_RETURN(Stmt probe, db.prepare("SELECT * FROM " + quote_identifier(name)));
+    int columns = sqlite3_column_count(probe.get());
+    std::string order;
+    for (int i = 1; i <= columns; ++i) order += fmt::format("{}{}", i > 1 ? ", " : "", i);
+    ASSIGN_OR_RETURN(Stmt stmt,
+                     db.prepare("SELECT * FROM " + quote_identifier(name) + " ORDER BY " + order));
+    out += fmt::format("\n-- {} {}\n", type, name);
+    for (int i = 0; i < columns; ++i) {
+      out += fmt::format("{}{}", i > 0 ? "|" : "", sqlite3_column_name(stmt.get(), i));
+    }
+    out += "\n";
+    int rc;
+    while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+      for (int i = 0; i < columns; ++i) {
+        if (i > 0) out += "|";
+        switch (sqlite3_column_type(stmt.get(), i)) {
+          case SQLITE_NULL:
+            out += "NULL";
+            break;
+          case SQLITE_INTEGER:
+            out += std::to_string(sqlite3_column_int64(stmt.get(), i));
+            break;
+          case SQLITE_FLOAT: {
+            // Keep REAL distinguishable from INTEGER: 1000.0, not 1000.
+            std::string text = format_double(sqlite3_column_double(stmt.get(), i));
+            if (text.find_first_of(".eni") == std::string::npos) text += ".0";
+            out += text;
+            break;
+          }
+          case SQLITE_TEXT:
+            out += json_string(reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), i)));
+            break;
+          default:
+            out += fmt::format("<blob {} bytes>", sqlite3_column_bytes(stmt.get(), i));
+        }
+      }
+      out += "\n";
+    }
+    if (rc != SQLITE_DONE) return db.error("read " + name);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kMergedTables[] = {"run",    "devices",  "kernels",     "dispatches",
+                                         "passes", "counters", "allocations", "replay_phases"};
+
+/// Column list of @p table in the main database, without the surrogate `id`.
+Result<std::string> table_columns(Db& db, const std::string& table) {
+  ASSIGN_OR_RETURN(Stmt stmt, db.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid"));
+  if (sqlite3_bind_text(stmt.get(), 1, table.c_str(), -1, SQLITE_TRANSIENT) != SQLITE_OK) {
+    return db.error("table_info");
+  }
+  std::string out;
+  while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+    std::string name = reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), 0));
+    if (name == "id") continue;
+    if (!out.empty()) out += ", ";
+    out += quote_identifier(name);
+  }
+  return out;
+}
+
+Status merge_one(Db& db, const std::string& input) {
+  ASSIGN_OR_RETURN(Stmt attach, db.prepare("ATTACH DATABASE ?1 AS src"));
+  RETURN_IF_ERROR(db.run(attach, "attach " + input, input));
+  auto detach = [&db] { (void)db.exec("DETACH DATABASE src"); };
+
+  auto version = db.query_text("SELECT value FROM src.metadata WHERE key = 'schema_version'");
+  if (!version.ok() || *version != std::to_string(kSchemaVersion)) {
+    detach();
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                 fmt::format("cannot merge '{}': it is not a kreplay results database of schema "
+                             "version {} ({}); merge databases written by this kreplay version",
+                             input, kSchemaVersion,
+                             version.ok() ? "schema_version '" + *version + "'"
+                                          : version.status().message()));
+  }
+  auto clash =
+      db.query_text("SELECT app_pass FROM src.run WHERE app_pass IN (SELECT app_pass FROM run)");
+  if (!clash.ok() || !clash->empty()) {
+    detach();
+    if (!clash.ok()) return clash.status();
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                 fmt::format("cannot merge '{}': app_pass {} is already in another input; merge "
+                             "the pass_N databases of one application-replay run, once each",
+                             input, *clash));
+  }
+  Status status = db.exec("BEGIN");
+  for (const char* table : kMergedTables) {
+    if (!status.ok()) break;
+    auto columns = table_columns(db, table);
+    if (!columns.ok()) {
+      status = columns.status();
+      break;
+    }
+    status =
+        db.exec(fmt::format("INSERT INTO main.{0} ({1}) SELECT {1} FROM src.{0}", table, *columns));
+    if (!status.ok()) {
+      status = Error(status.code(), fmt::format("cannot merge '{}': {}", input, status.message()));
+    }
+  }
+  if (status.ok()) {
+    status = db.exec("COMMIT");
+  } else {
+    (void)db.exec("ROLLBACK");
+  }
+  detach();
+  return status;
+}
+
+/// The counter view columns of a merged database: each run's counter_names in app_pass order,
+/// then the other names in the counters table, alphabetically.
+Result<std::vector<std::string>> merged_counter_names(Db& db) {
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  auto add = [&](std::string name) {
+    if (seen.insert(name).second) names.push_back(std::move(name));
+  };
+  {
+    ASSIGN_OR_RETURN(Stmt stmt, db.prepare("SELECT counter_names FROM run ORDER BY app_pass"));
+    while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+      const unsigned char* text = sqlite3_column_text(stmt.get(), 0);
+      ojson list = ojson::parse(text != nullptr ? reinterpret_cast<const char*>(text) : "[]",
+                                nullptr, /*allow_exceptions=*/false);
+      if (!list.is_array()) continue;
+      for (const auto& item : list) {
+        if (item.is_string()) add(item.get<std::string>());
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(Stmt stmt, db.prepare("SELECT DISTINCT name FROM counters ORDER BY name"));
+  while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+    add(reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), 0)));
+  }
+  return names;
+}
+
+Status merge_into(const std::vector<std::string>& inputs, const std::string& output) {
+  ASSIGN_OR_RETURN(Db db, create_database(output));
+  for (const auto& input : inputs) RETURN_IF_ERROR(merge_one(db, input));
+  ASSIGN_OR_RETURN(std::string version,
+                   db.query_text("SELECT kreplay_version FROM run ORDER BY app_pass LIMIT 1"));
+  ojson sources = inputs;
+  ASSIGN_OR_RETURN(Stmt meta, db.prepare("INSERT OR REPLACE INTO metadata (key, value) "
+                                         "VALUES (?1, ?2)"));
+  RETURN_IF_ERROR(db.run(meta, "metadata", std::string("kreplay_version"), version));
+  RETURN_IF_ERROR(db.run(meta, "metadata", std::string("merged_from"), dump_json(sources)));
+  ASSIGN_OR_RETURN(std::vector<std::string> names, merged_counter_names(db));
+  RETURN_IF_ERROR(db.exec(counter_views_sql(names)));
+  db.close();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status merge_sqlite(const std::vector<std::string>& inputs, const std::string& output) {
+  try {
+    if (inputs.empty()) {
+      return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                   fmt::format("cannot merge into '{}': no input databases given", output));
+    }
+    std::error_code ec;
+    for (const auto& input : inputs) {
+      if (!fs::is_regular_file(input, ec)) {
+        return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                     fmt::format("cannot merge '{}': no such file", input));
+      }
+      if (fs::exists(output, ec) && fs::equivalent(input, output, ec)) {
+        return Error(
+            KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+            fmt::format("cannot merge '{}' into itself; choose another output file", input));
+      }
+    }
+    Status status = merge_into(inputs, output);
+    if (!status.ok()) {
+      for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(output + suffix, ec);
+    }
+    return status;
+  } catch (const std::exception& e) {
+    return Error(KREPLAY_STATUS_ERROR_INTERNAL,
+                 fmt::format("merging into '{}' failed: {}", output, e.what()));
+  }
+}
+
+}  // namespace kreplay::output

@@ -1,0 +1,169 @@
+#include "output/summary_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "output/text.hpp"
+
+namespace kreplay::output {
+
+namespace {
+constexpr const char* kTag = "==KREPLAY== ";
+}  // namespace
+
+Status SummaryWriter::begin(const RunInfo& run) {
+  for (const auto& name : run.counter_names) {
+    if (counter_set_.insert(name).second) counter_order_.push_back(name);
+  }
+  return Status::Ok();
+}
+
+Status SummaryWriter::device(const DeviceRecord&) {
+  return Status::Ok();
+}
+
+Status SummaryWriter::kernel(const KernelRecord& r) {
+  kernel_names_[r.kernel_id] = display_name(r);
+  return Status::Ok();
+}
+
+Status SummaryWriter::counter(const CounterRecord& r) {
+  if (counter_set_.insert(r.name).second) counter_order_.push_back(r.name);
+  pending_.get(r.app_pass, r.dispatch_id).counters.push_back(r);
+  return Status::Ok();
+}
+
+Status SummaryWriter::pass(const PassRecord& r) {
+  pending_.get(r.app_pass, r.dispatch_id).passes.push_back(r);
+  return Status::Ok();
+}
+
+Status SummaryWriter::dispatch(const DispatchRecord& r) {
+  account(r, pending_.take(r.app_pass, r.dispatch_id));
+  return Status::Ok();
+}
+
+void SummaryWriter::account(const DispatchRecord& d, const PendingDispatch& p) {
+  KernelStats& k = stats_[d.kernel_id];
+  double ns = dispatch_duration_ns(d, p);
+  k.min_ns = k.launches == 0 ? ns : std::min(k.min_ns, ns);
+  k.max_ns = k.launches == 0 ? ns : std::max(k.max_ns, ns);
+  k.launches += 1;
+  k.passes += d.passes_executed;
+  k.total_ns += ns;
+  for (const auto& [name, record] : first_pass_values(p)) {
+    Average& a = k.counters[name];
+    a.sum += record->value;
+    a.count += 1;
+  }
+}
+
+Status SummaryWriter::allocation(const AllocationRecord&) {
+  return Status::Ok();
+}
+
+Status SummaryWriter::replay_phase(const ReplayPhaseRecord&) {
+  return Status::Ok();
+}
+
+Status SummaryWriter::flush() {
+  return Status::Ok();
+}
+
+std::string SummaryWriter::render(const RunSummary& s) const {
+  struct Line {
+    const KernelStats* stats;
+    std::string name;
+  };
+  std::vector<Line> lines;
+  double all_ns = 0;
+  uint64_t launches = 0;
+  for (const auto& [id, stats] : stats_) {
+    auto it = kernel_names_.find(id);
+    lines.push_back(
+        {&stats, it != kernel_names_.end() ? it->second : fmt::format("kernel {}", id)});
+    all_ns += stats.total_ns;
+    launches += stats.launches;
+  }
+  std::sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) {
+    if (a.stats->total_ns != b.stats->total_ns) return a.stats->total_ns > b.stats->total_ns;
+    return a.name < b.name;
+  });
+
+  std::string out;
+  if (lines.empty()) {
+    out += fmt::format("{}Kernel summary: no kernel dispatches were recorded\n", kTag);
+  } else {
+    out += fmt::format(
+        "{}Kernel summary: {} kernel(s), {} launch(es). Time of a launch: mean of its passes. "
+        "Counters: a launch's value (first pass that collected it), averaged over the launches "
+        "that have it.\n",
+        kTag, lines.size(), launches);
+    // Cells: the fixed columns, then the counters, then the name (left-aligned, unpadded).
+    std::vector<std::string> header = {"Time(%)", "Total",    "Avg",   "Min",
+                                       "Max",     "Launches", "Passes"};
+    for (const auto& c : counter_order_) header.push_back(c);
+    std::vector<std::vector<std::string>> cells;
+    for (const auto& line : lines) {
+      const KernelStats& k = *line.stats;
+      double share = all_ns > 0 ? 100.0 * k.total_ns / all_ns : 0.0;
+      std::vector<std::string> row = {fmt::format("{:.1f}%", share),
+                                      format_duration(k.total_ns),
+                                      format_duration(k.total_ns / static_cast<double>(k.launches)),
+                                      format_duration(k.min_ns),
+                                      format_duration(k.max_ns),
+                                      std::to_string(k.launches),
+                                      std::to_string(k.passes)};
+      for (const auto& c : counter_order_) {
+        auto it = k.counters.find(c);
+        row.push_back(it != k.counters.end() && it->second.count > 0
+                          ? format_count(it->second.sum / static_cast<double>(it->second.count))
+                          : "-");
+      }
+      cells.push_back(std::move(row));
+    }
+    std::vector<size_t> width(header.size());
+    for (size_t i = 0; i < header.size(); ++i) {
+      width[i] = header[i].size();
+      for (const auto& row : cells) width[i] = std::max(width[i], row[i].size());
+    }
+    auto emit = [&](const std::vector<std::string>& row, const std::string& name) {
+      out += kTag;
+      for (size_t i = 0; i < row.size(); ++i) {
+        out += fmt::format("{:>{}}  ", row[i], width[i]);
+      }
+      out += name;
+      out += '\n';
+    };
+    emit(header, "Kernel");
+    for (size_t i = 0; i < lines.size(); ++i) {
+      emit(cells[i], truncate_name(lines[i].name, kNameWidth));
+    }
+  }
+  std::string reasons;
+  for (const auto& [reason, count] : s.declined_by_reason) {
+    reasons += fmt::format("{}{}: {}", reasons.empty() ? " (" : ", ", reason, count);
+  }
+  if (!reasons.empty()) reasons += ")";
+  out += fmt::format(
+      "{}Totals: {} launches, {} replayed, {} declined{}, {} not selected, {} passes, exit code "
+      "{}\n",
+      kTag, s.launches, s.replayed, s.declined, reasons, s.not_selected, s.passes, s.exit_code);
+  return out;
+}
+
+Status SummaryWriter::finish(const RunSummary& s) {
+  if (finished_) return Error(KREPLAY_STATUS_ERROR, "summary writer: finish called twice");
+  finished_ = true;
+  for (const auto& [d, p] : pending_.take_incomplete()) account(d, p);
+  std::string text = render(s);
+  if (stream_ == nullptr) return Status::Ok();
+  if (std::fwrite(text.data(), 1, text.size(), stream_) != text.size() ||
+      std::fflush(stream_) != 0) {
+    return Error(KREPLAY_STATUS_ERROR, "cannot write the summary to its stream");
+  }
+  return Status::Ok();
+}
+
+}  // namespace kreplay::output

@@ -1,0 +1,68 @@
+// The summary writer: at finish(), a per-kernel table on a stream (stderr by default), every line
+// tagged "==KREPLAY==".
+//
+// One row per kernel, sorted by total time descending (then by name): Time(%), Total, Avg, Min,
+// Max, Launches, Passes, one column per counter (its average per launch), and the demangled name
+// (cut at kNameWidth characters with "..."). Then a totals line from RunSummary.
+//
+// A launch's time is the mean duration of its passes (end - start when it has no pass records);
+// a launch's counter value is the value of the lowest replay_pass that collected it, as in the
+// other formats' one-row-per-dispatch views. Memory: O(kernels x counters) plus the dispatches in
+// flight.
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "output/pending.hpp"
+#include "output/writer.hpp"
+
+namespace kreplay::output {
+
+class SummaryWriter final : public Writer {
+ public:
+  static constexpr size_t kNameWidth = 60;
+
+  /// @p stream is not owned and not closed.
+  explicit SummaryWriter(FILE* stream) : stream_(stream) {}
+
+  Status begin(const RunInfo& run) override;
+  Status device(const DeviceRecord& record) override;
+  Status kernel(const KernelRecord& record) override;
+  Status dispatch(const DispatchRecord& record) override;
+  Status pass(const PassRecord& record) override;
+  Status counter(const CounterRecord& record) override;
+  Status allocation(const AllocationRecord& record) override;
+  Status replay_phase(const ReplayPhaseRecord& record) override;
+  Status flush() override;
+  Status finish(const RunSummary& summary) override;
+
+  /// The table finish() prints (exposed for tests).
+  std::string render(const RunSummary& summary) const;
+
+ private:
+  struct Average {
+    double sum = 0;
+    uint64_t count = 0;
+  };
+  struct KernelStats {
+    uint64_t launches = 0;
+    uint64_t passes = 0;
+    double total_ns = 0, min_ns = 0, max_ns = 0;
+    std::map<std::string, Average> counters;
+  };
+  void account(const DispatchRecord& dispatch, const PendingDispatch& pending);
+
+  FILE* stream_;
+  bool finished_ = false;
+  std::vector<std::string> counter_order_;
+  std::set<std::string> counter_set_;
+  std::map<uint64_t, std::string> kernel_names_;
+  std::map<uint64_t, KernelStats> stats_;  // by kernel_id
+  PendingDispatches pending_;
+};
+
+}  // namespace kreplay::output

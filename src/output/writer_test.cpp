@@ -1,0 +1,141 @@
+// make_writer: format names, paths, clear errors, and the multiplexer's error isolation.
+#include "output/writer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "output/test_records.hpp"
+#include "output/test_util.hpp"
+
+namespace kreplay::output {
+namespace {
+
+using testing::TempDir;
+
+TEST(WriterTest, UnwritableDirectoryIsOneClearLine) {
+  TempDir dir;
+  // A regular file where a directory should be: fails for root too.
+  std::ofstream(dir / "file") << "x";
+  OutputConfig c;
+  c.directory = dir / "file/out";
+  c.file_stem = "host/1";
+  for (const char* format : {"sqlite", "csv", "json", "perfetto"}) {
+    c.formats = {format};
+    auto w = make_writer(c);
+    ASSERT_FALSE(w.ok()) << format;
+    const std::string& m = w.status().message();
+    EXPECT_NE(m.find(dir / "file/out"), std::string::npos) << m;
+    EXPECT_NE(m.find("writable"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+}
+
+TEST(WriterTest, UnknownFormatNamesTheFormatAndTheChoices) {
+  TempDir dir;
+  OutputConfig c;
+  c.directory = dir.path();
+  c.file_stem = "x";
+  c.formats = {"csv", "sqlit"};
+  auto w = make_writer(c);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), KREPLAY_STATUS_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(w.status().message(),
+            "unknown output format 'sqlit' (did you mean 'sqlite'?); choose from sqlite, csv, "
+            "json or perfetto");
+  c.formats = {"xml"};
+  EXPECT_EQ(make_writer(c).status().message(),
+            "unknown output format 'xml'; choose from sqlite, csv, json or perfetto");
+}
+
+TEST(WriterTest, EmptyStemIsRejected) {
+  OutputConfig c;
+  c.formats = {"csv"};
+  auto w = make_writer(c);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), KREPLAY_STATUS_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(WriterTest, OutputPathJoinsDirectoryAndStem) {
+  OutputConfig c;
+  c.directory = "/out";
+  c.file_stem = "host/12";
+  EXPECT_EQ(output_path(c, "_results.db"), "/out/host/12_results.db");
+  c.directory = "";
+  EXPECT_EQ(output_path(c, "_trace.json"), "host/12_trace.json");
+}
+
+TEST(WriterTest, NoFormatsAndNoSummaryWritesNothing) {
+  TempDir dir;
+  OutputConfig c;
+  c.directory = dir / "empty";
+  c.file_stem = "x";
+  auto w = make_writer(c);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_TRUE((*w)->output_files().empty());
+  EXPECT_TRUE(testing::play_fixture(**w).ok());
+}
+
+TEST(WriterTest, AFailingFormatIsDroppedAndTheOthersGoOn) {
+  TempDir dir;
+  OutputConfig c;
+  c.directory = dir.path();
+  c.file_stem = "f";
+  c.formats = {"csv", "perfetto"};
+  // The trace goes to a full disk.
+  std::filesystem::create_symlink("/dev/full", dir / "f_trace.json");
+  auto w = make_writer(c);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  Status s = testing::play_fixture(**w, /*finish=*/false);  // the trace fails on the way
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("perfetto output stopped"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("No space left on device"), std::string::npos) << s.message();
+  // The CSV writer went on and finishes cleanly; the failed format is not listed.
+  EXPECT_TRUE((*w)->finish(testing::fixture_summary()).ok());
+  EXPECT_EQ((*w)->output_files(),
+            (std::vector<std::string>{dir / "f_counter_collection.csv",
+                                      dir / "f_counter_collection_wide.csv"}));
+  EXPECT_EQ(testing::parse_csv(testing::read_file(dir / "f_counter_collection.csv")).size(), 11u);
+}
+
+TEST(WriterTest, AnUnfinishedTraceStaysCompleteWhenTheWriterGoesAway) {
+  TempDir dir;
+  OutputConfig c;
+  c.directory = dir.path();
+  c.file_stem = "u";
+  c.formats = {"perfetto"};
+  {
+    auto w = make_writer(c);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    ASSERT_TRUE(testing::play_fixture(**w, /*finish=*/false).ok());  // ends with flush()
+    AllocationRecord late;
+    late.agent_id = 1;
+    late.operation = "alloc";
+    late.kind = "device";
+    late.address = 0x1000;
+    late.size = 64;
+    late.timestamp_ns = 2000000000;
+    ASSERT_TRUE((*w)->allocation(late).ok());
+  }
+  auto doc = nlohmann::json::parse(testing::read_file(dir / "u_trace.json"), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  EXPECT_EQ(doc["traceEvents"].back()["ts"], 2000000.0);
+}
+
+TEST(WriterTest, CallsAfterFinishFail) {
+  TempDir dir;
+  for (const char* format : {"sqlite", "csv", "json", "perfetto"}) {
+    OutputConfig c;
+    c.directory = dir.path();
+    c.file_stem = format;
+    c.formats = {format};
+    auto w = make_writer(c);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->begin(testing::fixture_run()).ok()) << format;
+    ASSERT_TRUE((*w)->finish(RunSummary{}).ok()) << format;
+    EXPECT_FALSE((*w)->finish(RunSummary{}).ok()) << format;
+  }
+}
+
+}  // namespace
+}  // namespace kreplay::output
