@@ -82,7 +82,8 @@ Options parse(int argc, char** argv) {
     };
     if (a == "--sizes") {
       o.sizes.clear();
-      for (const auto& s : kreplay::env::split(next(), ',')) o.sizes.push_back(bytes_arg(s.c_str()));
+      for (const auto& s : kreplay::env::split(next(), ','))
+        o.sizes.push_back(bytes_arg(s.c_str()));
     } else if (a == "--restore-footprint") {
       o.restore_footprint = bytes_arg(next());
     } else if (a == "--changed") {
@@ -175,7 +176,8 @@ Stats measure(Timer& t, CUstream stream, int reps, F&& f) {
 // A and B alternate in every repetition (after two warm-up pairs), so that drift (clocks, the
 // machine's other tenants) hits both alike.
 template <typename FA, typename FB>
-std::pair<Stats, Stats> measure_pair(Timer& t, int reps, CUstream sa, FA&& fa, CUstream sb, FB&& fb) {
+std::pair<Stats, Stats> measure_pair(Timer& t, int reps, CUstream sa, FA&& fa, CUstream sb,
+                                     FB&& fb) {
   std::vector<Sample> a, b;
   for (int i = 0; i < reps + 2; ++i) {
     Sample x = t.run(sa, fa);
@@ -188,7 +190,9 @@ std::pair<Stats, Stats> measure_pair(Timer& t, int reps, CUstream sa, FA&& fa, C
   return {stats(a), stats(b)};
 }
 
-double gbps(uint64_t bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : 0; }
+double gbps(uint64_t bytes, double ms) {
+  return ms > 0 ? bytes / (ms * 1e6) : 0;
+}
 
 // Calls `call` and records the GPU time of the MemoryOps kernels it ran (set_kernel_timing).
 struct KernelTimes {
@@ -217,7 +221,8 @@ Footprint make_footprint(MemoryOps& ops, uint64_t bytes, int count, uint64_t chu
   uint64_t storage_bytes = 0;
   std::vector<uint64_t> sizes;
   for (int i = 0; i < count; ++i) {
-    const uint64_t s = i + 1 < count ? bytes / count / 256 * 256 : bytes - bytes / count / 256 * 256 * (count - 1);
+    const uint64_t s =
+        i + 1 < count ? bytes / count / 256 * 256 : bytes - bytes / count / 256 * 256 * (count - 1);
     sizes.push_back(s);
     storage_bytes += (s + 255) / 256 * 256;
   }
@@ -257,7 +262,9 @@ void copy_range(const Footprint& f, uint64_t at, uint64_t bytes, CUstream stream
   uint64_t base = 0;
   for (const auto& r : f.regions) {
     const uint64_t lo = std::max(at, base), hi = std::min(at + bytes, base + r.size);
-    if (lo < hi) CU(drv::api().cuMemcpyDtoDAsync(r.live + (lo - base), r.storage + (lo - base), hi - lo, stream));
+    if (lo < hi)
+      CU(drv::api().cuMemcpyDtoDAsync(r.live + (lo - base), r.storage + (lo - base), hi - lo,
+                                      stream));
     base += r.size;
   }
 }
@@ -271,17 +278,21 @@ std::vector<Row> g_summary;
 void snapshot_section(MemoryOps& ops, const Options& o, Timer& timer, CUstream bench_stream,
                       CUstream ops_stream) {
   std::printf("\n== snapshot (copy + chunk digests) vs cuMemcpyDtoD of the same bytes ==\n");
-  std::printf("'call' is the whole MemoryOps::snapshot (launch, kernels, digests copied to the caller,\n"
-              "synchronize); 'kernel' is its kernels alone. Both timed with events; ratio = copy / kreplay.\n");
-  std::printf("%-10s %-7s %-21s %-21s %-7s %-17s %-7s %-21s\n", "footprint", "regions", "cuMemcpyDtoD ms",
-              "snapshot call ms", "ratio", "snapshot kernel", "ratio", "find_changed (none)");
+  std::printf(
+      "'call' is the whole MemoryOps::snapshot (launch, kernels, digests copied to the caller,\n"
+      "synchronize); 'kernel' is its kernels alone. Both timed with events; ratio = copy / "
+      "kreplay.\n");
+  std::printf("%-10s %-7s %-21s %-21s %-7s %-17s %-7s %-21s\n", "footprint", "regions",
+              "cuMemcpyDtoD ms", "snapshot call ms", "ratio", "snapshot kernel", "ratio",
+              "find_changed (none)");
   for (uint64_t size : o.sizes) {
     Footprint f = make_footprint(ops, size, o.regions, o.chunk, StorageTier::kDevice, 100);
     ok(ops.snapshot(f.regions, o.chunk, f.digests), "snapshot");
     verify_equal(ops, f, "after snapshot");
     KernelTimes kt, kf;
     auto copy_fn = [&] {
-      for (const auto& r : f.regions) CU(drv::api().cuMemcpyDtoDAsync(r.storage, r.live, r.size, bench_stream));
+      for (const auto& r : f.regions)
+        CU(drv::api().cuMemcpyDtoDAsync(r.storage, r.live, r.size, bench_stream));
     };
     auto snap_fn = [&] {
       ok(ops.snapshot(f.regions, o.chunk, f.digests), "snapshot");
@@ -296,14 +307,18 @@ void snapshot_section(MemoryOps& ops, const Options& o, Timer& timer, CUstream b
     });
     if (!changed.empty()) die("find_changed reports changes in unchanged memory");
     const double ratio = copy.gpu_ms / snap.gpu_ms, kms = kt.median_ms(o.reps);
-    std::printf("%-10s %-7d %7.3f (%5.0f GB/s) %7.3f (%5.0f GB/s) %-7.3f %7.3f ms        %-7.3f %7.3f (%5.0f GB/s rd)\n",
-                kreplay::format_bytes(size).c_str(), o.regions, copy.gpu_ms, gbps(size, copy.gpu_ms), snap.gpu_ms,
-                gbps(size, snap.gpu_ms), ratio, kms, copy.gpu_ms / kms, scan.gpu_ms, gbps(size, scan.gpu_ms));
-    std::printf("%-10s %-7s wall: copy %.3f ms, snapshot %.3f ms; find_changed kernel %.3f ms\n", "", "",
-                copy.wall_ms, snap.wall_ms, kf.median_ms(o.reps));
-    g_summary.push_back({fmt::format("snapshot {} / cuMemcpyDtoD throughput", kreplay::format_bytes(size)),
-                         fmt::format("{:.3f}  (target >= 0.90; {:.3f} vs {:.3f} ms); kernel alone {:.3f}", ratio,
-                                     snap.gpu_ms, copy.gpu_ms, copy.gpu_ms / kms)});
+    std::printf(
+        "%-10s %-7d %7.3f (%5.0f GB/s) %7.3f (%5.0f GB/s) %-7.3f %7.3f ms        %-7.3f %7.3f "
+        "(%5.0f GB/s rd)\n",
+        kreplay::format_bytes(size).c_str(), o.regions, copy.gpu_ms, gbps(size, copy.gpu_ms),
+        snap.gpu_ms, gbps(size, snap.gpu_ms), ratio, kms, copy.gpu_ms / kms, scan.gpu_ms,
+        gbps(size, scan.gpu_ms));
+    std::printf("%-10s %-7s wall: copy %.3f ms, snapshot %.3f ms; find_changed kernel %.3f ms\n",
+                "", "", copy.wall_ms, snap.wall_ms, kf.median_ms(o.reps));
+    g_summary.push_back(
+        {fmt::format("snapshot {} / cuMemcpyDtoD throughput", kreplay::format_bytes(size)),
+         fmt::format("{:.3f}  (target >= 0.90; {:.3f} vs {:.3f} ms); kernel alone {:.3f}", ratio,
+                     snap.gpu_ms, copy.gpu_ms, copy.gpu_ms / kms)});
     if (o.sweep) {
       // Launch geometry and the digest copy-out split (MemoryOps::Tuning); the first row is the
       // default.
@@ -314,8 +329,9 @@ void snapshot_section(MemoryOps& ops, const Options& o, Timer& timer, CUstream b
       };
       const MemoryOps::Tuning def;
       for (Knobs k : {Knobs{def.unroll, def.blocks_per_sm, def.split_min_chunks, def.split_shift},
-                      Knobs{8, 2, 0, 4}, Knobs{8, 2, def.split_min_chunks, 3}, Knobs{8, 3, def.split_min_chunks, 4},
-                      Knobs{4, 2, def.split_min_chunks, 4}, Knobs{4, 4, def.split_min_chunks, 4}}) {
+                      Knobs{8, 2, 0, 4}, Knobs{8, 2, def.split_min_chunks, 3},
+                      Knobs{8, 3, def.split_min_chunks, 4}, Knobs{4, 2, def.split_min_chunks, 4},
+                      Knobs{4, 4, def.split_min_chunks, 4}}) {
         MemoryOps::Tuning t;
         t.unroll = k.unroll;
         t.blocks_per_sm = k.per_sm;
@@ -327,10 +343,16 @@ void snapshot_section(MemoryOps& ops, const Options& o, Timer& timer, CUstream b
           ok(ops.snapshot(f.regions, o.chunk, f.digests), "snapshot");
           ks.ms.push_back(ops.last_kernel_ms());
         });
-        std::printf("   sweep unroll %u blocks/SM %s split %s: snapshot %.3f ms (ratio %.3f), kernel %.3f ms (ratio %.3f)\n",
-                    k.unroll, k.per_sm ? std::to_string(k.per_sm).c_str() : "max",
-                    k.split_min ? fmt::format("early copy-out >= {} chunks, last 1/{}", k.split_min, 1u << k.split_shift).c_str() : "off",
-                    ts.gpu_ms, c2.gpu_ms / ts.gpu_ms, ks.median_ms(o.reps), c2.gpu_ms / ks.median_ms(o.reps));
+        std::printf(
+            "   sweep unroll %u blocks/SM %s split %s: snapshot %.3f ms (ratio %.3f), kernel %.3f "
+            "ms (ratio %.3f)\n",
+            k.unroll, k.per_sm ? std::to_string(k.per_sm).c_str() : "max",
+            k.split_min ? fmt::format("copy-out at progress points >= {} chunks, up to 1-1/{}",
+                                      k.split_min, 1u << k.split_shift)
+                              .c_str()
+                        : "off",
+            ts.gpu_ms, c2.gpu_ms / ts.gpu_ms, ks.median_ms(o.reps),
+            c2.gpu_ms / ks.median_ms(o.reps));
       }
       ops.set_tuning({});
       verify_equal(ops, f, "after the sweep");
@@ -344,19 +366,26 @@ void snapshot_section(MemoryOps& ops, const Options& o, Timer& timer, CUstream b
     const int reps = std::min(o.reps, 3);
     auto [copy, snap] = measure_pair(
         timer, reps, bench_stream,
-        [&] { CU(drv::api().cuMemcpyDtoHAsync(reinterpret_cast<void*>(f.storage.handle), f.live[0], o.pinned, bench_stream)); },
+        [&] {
+          CU(drv::api().cuMemcpyDtoHAsync(reinterpret_cast<void*>(f.storage.handle), f.live[0],
+                                          o.pinned, bench_stream));
+        },
         ops_stream, [&] { ok(ops.snapshot(f.regions, o.chunk, f.digests), "snapshot"); });
-    std::printf("%-10s pinned  DtoH %7.3f (%5.1f GB/s) %7.3f (%5.1f GB/s) %-7.3f\n", kreplay::format_bytes(o.pinned).c_str(),
-                copy.gpu_ms, gbps(o.pinned, copy.gpu_ms), snap.gpu_ms, gbps(o.pinned, snap.gpu_ms), copy.gpu_ms / snap.gpu_ms);
-    g_summary.push_back({fmt::format("snapshot {} to pinned host / cuMemcpyDtoH", kreplay::format_bytes(o.pinned)),
-                         fmt::format("{:.3f}  ({:.3f} vs {:.3f} ms)", copy.gpu_ms / snap.gpu_ms, snap.gpu_ms, copy.gpu_ms)});
+    std::printf("%-10s pinned  DtoH %7.3f (%5.1f GB/s) %7.3f (%5.1f GB/s) %-7.3f\n",
+                kreplay::format_bytes(o.pinned).c_str(), copy.gpu_ms, gbps(o.pinned, copy.gpu_ms),
+                snap.gpu_ms, gbps(o.pinned, snap.gpu_ms), copy.gpu_ms / snap.gpu_ms);
+    g_summary.push_back(
+        {fmt::format("snapshot {} to pinned host / cuMemcpyDtoH", kreplay::format_bytes(o.pinned)),
+         fmt::format("{:.3f}  ({:.3f} vs {:.3f} ms)", copy.gpu_ms / snap.gpu_ms, snap.gpu_ms,
+                     copy.gpu_ms)});
     release(ops, f);
   }
 }
 
 // Chunk indices of a pattern of `changed` bytes: one contiguous run in the middle, or whole
 // chunks spread evenly over the footprint.
-std::vector<uint64_t> pattern_chunks(const Footprint& f, uint64_t chunk, uint64_t changed, bool strided) {
+std::vector<uint64_t> pattern_chunks(const Footprint& f, uint64_t chunk, uint64_t changed,
+                                     bool strided) {
   const uint64_t n = std::min(f.chunks, (changed + chunk - 1) / chunk);
   std::vector<uint64_t> out;
   if (!strided) {
@@ -369,7 +398,8 @@ std::vector<uint64_t> pattern_chunks(const Footprint& f, uint64_t chunk, uint64_
 }
 
 // Overwrite the listed chunks with new random bytes (what "a kernel wrote them" leaves behind).
-void dirty(MemoryOps& ops, const Footprint& f, uint64_t chunk, const std::vector<uint64_t>& chunks, uint64_t seed) {
+void dirty(MemoryOps& ops, const Footprint& f, uint64_t chunk, const std::vector<uint64_t>& chunks,
+           uint64_t seed) {
   size_t r = 0;
   for (size_t i = 0; i < chunks.size();) {
     // Merge runs of consecutive chunks into one fill.
@@ -377,7 +407,9 @@ void dirty(MemoryOps& ops, const Footprint& f, uint64_t chunk, const std::vector
     while (j < chunks.size() && chunks[j] == chunks[j - 1] + 1) ++j;
     uint64_t first = chunks[i], end = chunks[j - 1] + 1;
     while (first < end) {
-      while (f.regions[r].first_chunk + kreplay::device::chunk_count(f.regions[r].size, chunk) <= first) ++r;
+      while (f.regions[r].first_chunk + kreplay::device::chunk_count(f.regions[r].size, chunk) <=
+             first)
+        ++r;
       const auto& reg = f.regions[r];
       const uint64_t reg_end = reg.first_chunk + kreplay::device::chunk_count(reg.size, chunk);
       const uint64_t stop = std::min(end, reg_end);
@@ -402,16 +434,22 @@ RestoreResult restore_section(MemoryOps& ops, const Options& o, Timer& timer, CU
               kreplay::format_bytes(o.chunk).c_str());
   f = make_footprint(ops, R, o.regions, o.chunk, StorageTier::kDevice, 300);
   RestoreResult result;
-  result.snapshot_ms = measure(timer, ops_stream, o.reps, [&] { ok(ops.snapshot(f.regions, o.chunk, f.digests), "snapshot"); }).gpu_ms;
+  result.snapshot_ms = measure(timer, ops_stream, o.reps, [&] {
+                         ok(ops.snapshot(f.regions, o.chunk, f.digests), "snapshot");
+                       }).gpu_ms;
   verify_equal(ops, f, "after snapshot");
-  Stats copy_c = measure(timer, bench_stream, o.reps, [&] { copy_range(f, R / 2, C, bench_stream); });
+  Stats copy_c =
+      measure(timer, bench_stream, o.reps, [&] { copy_range(f, R / 2, C, bench_stream); });
   Stats copy_all = measure(timer, bench_stream, o.reps, [&] { copy_range(f, 0, R, bench_stream); });
-  std::printf("copy ceiling: cuMemcpyDtoD of %s %.3f ms gpu (%.3f wall), of the whole %s %.3f ms gpu\n"
-              "ratio = kreplay restore call / copy of the changed bytes (interleaved); kernel = kernel alone / copy\n",
-              kreplay::format_bytes(C).c_str(), copy_c.gpu_ms, copy_c.wall_ms, kreplay::format_bytes(R).c_str(),
-              copy_all.gpu_ms);
-  std::printf("%-11s %-7s %-20s %-20s %-15s %-20s %-7s %-7s\n", "pattern", "chunks", "find_changed ms",
-              "restore call ms", "restore kernel", "restore wall ms", "ratio", "kernel");
+  std::printf(
+      "copy ceiling: cuMemcpyDtoD of %s %.3f ms gpu (%.3f wall), of the whole %s %.3f ms gpu\n"
+      "ratio = kreplay restore call / copy of the changed bytes (interleaved); kernel = kernel "
+      "alone / copy\n",
+      kreplay::format_bytes(C).c_str(), copy_c.gpu_ms, copy_c.wall_ms,
+      kreplay::format_bytes(R).c_str(), copy_all.gpu_ms);
+  std::printf("%-11s %-7s %-20s %-20s %-15s %-20s %-7s %-7s\n", "pattern", "chunks",
+              "find_changed ms", "restore call ms", "restore kernel", "restore wall ms", "ratio",
+              "kernel");
   for (bool strided : {false, true}) {
     auto chunks = pattern_chunks(f, o.chunk, C, strided);
     dirty(ops, f, o.chunk, chunks, 400);
@@ -420,33 +458,42 @@ RestoreResult restore_section(MemoryOps& ops, const Options& o, Timer& timer, CU
       changed.clear();
       ok(ops.find_changed(f.regions, o.chunk, f.digests, &changed), "find_changed");
     });
-    if (changed != chunks) die(fmt::format("find_changed found {} chunks, expected {}", changed.size(), chunks.size()));
+    if (changed != chunks)
+      die(fmt::format("find_changed found {} chunks, expected {}", changed.size(), chunks.size()));
     // The first restore uploads the list; later ones (the engine's passes 2..N) reuse it.
-    Sample first = timer.run(ops_stream, [&] { ok(ops.restore(f.regions, o.chunk, changed), "restore"); });
+    Sample first =
+        timer.run(ops_stream, [&] { ok(ops.restore(f.regions, o.chunk, changed), "restore"); });
     verify_equal(ops, f, "after restore");
     KernelTimes kr;
-    auto [copy_p, rest] = measure_pair(timer, o.reps, bench_stream, [&] { copy_range(f, R / 2, C, bench_stream); },
-                                       ops_stream, [&] {
-                                         ok(ops.restore(f.regions, o.chunk, changed), "restore");
-                                         kr.ms.push_back(ops.last_kernel_ms());
-                                       });
+    auto [copy_p, rest] = measure_pair(
+        timer, o.reps, bench_stream, [&] { copy_range(f, R / 2, C, bench_stream); }, ops_stream,
+        [&] {
+          ok(ops.restore(f.regions, o.chunk, changed), "restore");
+          kr.ms.push_back(ops.last_kernel_ms());
+        });
     dirty(ops, f, o.chunk, chunks, 500);
     ok(ops.restore(f.regions, o.chunk, changed), "restore");
     verify_equal(ops, f, "after restore");
     const double ratio = rest.gpu_ms / copy_p.gpu_ms, kms = kr.median_ms(o.reps);
-    std::printf("%-11s %-7zu %7.3f (%5.0f GB/s) %7.3f (%5.0f GB/s) %7.3f ms     %7.3f (first %.3f) %-7.3f %-7.3f\n",
-                strided ? "strided" : "contiguous", chunks.size(), find.gpu_ms, gbps(R, find.gpu_ms), rest.gpu_ms,
-                gbps(C, rest.gpu_ms), kms, rest.wall_ms, first.wall_ms, ratio, kms / copy_p.gpu_ms);
+    std::printf(
+        "%-11s %-7zu %7.3f (%5.0f GB/s) %7.3f (%5.0f GB/s) %7.3f ms     %7.3f (first %.3f) %-7.3f "
+        "%-7.3f\n",
+        strided ? "strided" : "contiguous", chunks.size(), find.gpu_ms, gbps(R, find.gpu_ms),
+        rest.gpu_ms, gbps(C, rest.gpu_ms), kms, rest.wall_ms, first.wall_ms, ratio,
+        kms / copy_p.gpu_ms);
     copy_c = copy_p;
-    g_summary.push_back({fmt::format("restore {} ({}) / cuMemcpyDtoD {}", kreplay::format_bytes(C),
-                                     strided ? "strided chunks" : "contiguous", kreplay::format_bytes(C)),
-                         fmt::format("{:.3f}  (target <= 2.0; {:.3f} vs {:.3f} ms; wall {:.3f} vs {:.3f}); "
-                                     "kernel alone {:.3f}",
-                                     ratio, rest.gpu_ms, copy_c.gpu_ms, rest.wall_ms, copy_c.wall_ms,
-                                     kms / copy_c.gpu_ms)});
-    g_summary.push_back({fmt::format("find_changed over {} ({})", kreplay::format_bytes(R), strided ? "strided" : "contiguous"),
-                         fmt::format("{:.3f} ms  ({:.0f} GB/s read; {:.2f}x a full {} copy)", find.gpu_ms,
-                                     gbps(R, find.gpu_ms), find.gpu_ms / copy_all.gpu_ms, kreplay::format_bytes(R))});
+    g_summary.push_back(
+        {fmt::format("restore {} ({}) / cuMemcpyDtoD {}", kreplay::format_bytes(C),
+                     strided ? "strided chunks" : "contiguous", kreplay::format_bytes(C)),
+         fmt::format("{:.3f}  (target <= 2.0; {:.3f} vs {:.3f} ms; wall {:.3f} vs {:.3f}); "
+                     "kernel alone {:.3f}",
+                     ratio, rest.gpu_ms, copy_c.gpu_ms, rest.wall_ms, copy_c.wall_ms,
+                     kms / copy_c.gpu_ms)});
+    g_summary.push_back({fmt::format("find_changed over {} ({})", kreplay::format_bytes(R),
+                                     strided ? "strided" : "contiguous"),
+                         fmt::format("{:.3f} ms  ({:.0f} GB/s read; {:.2f}x a full {} copy)",
+                                     find.gpu_ms, gbps(R, find.gpu_ms),
+                                     find.gpu_ms / copy_all.gpu_ms, kreplay::format_bytes(R))});
     if (!strided) {
       result.find_ms = find.gpu_ms;
       result.restore_ms = rest.gpu_ms;
@@ -456,8 +503,8 @@ RestoreResult restore_section(MemoryOps& ops, const Options& o, Timer& timer, CU
   return result;
 }
 
-void checkpoint_section(MemoryOps& ops, const Options& o, Timer& timer, CUstream ops_stream, Footprint& f,
-                        const RestoreResult& k) {
+void checkpoint_section(MemoryOps& ops, const Options& o, Timer& timer, CUstream ops_stream,
+                        Footprint& f, const RestoreResult& k) {
 #if KREPLAY_BENCH_CHECKPOINT
   using namespace NV::Cupti::Checkpoint;
   const uint64_t R = o.restore_footprint, C = std::min(o.changed, R);
@@ -481,11 +528,13 @@ void checkpoint_section(MemoryOps& ops, const Options& o, Timer& timer, CUstream
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
   auto check = [](CUptiResult r, const char* what) {
-    if (r != CUPTI_SUCCESS) die(fmt::format("{} returned CUPTI error {}", what, static_cast<int>(r)));
+    if (r != CUPTI_SUCCESS)
+      die(fmt::format("{} returned CUPTI error {}", what, static_cast<int>(r)));
   };
   const double first_save = wall([&] { check(cuptiCheckpointSave(&cp), "cuptiCheckpointSave"); });
   std::vector<double> saves, restores;
-  for (int i = 0; i < o.reps; ++i) saves.push_back(wall([&] { check(cuptiCheckpointSave(&cp), "cuptiCheckpointSave"); }));
+  for (int i = 0; i < o.reps; ++i)
+    saves.push_back(wall([&] { check(cuptiCheckpointSave(&cp), "cuptiCheckpointSave"); }));
   auto chunks = pattern_chunks(f, o.chunk, C, false);
   for (int i = 0; i < o.reps + 1; ++i) {
     dirty(ops, f, o.chunk, chunks, 600 + i);
@@ -495,26 +544,37 @@ void checkpoint_section(MemoryOps& ops, const Options& o, Timer& timer, CUstream
   // Restored? The live memory must have the digests of kreplay's snapshot again.
   std::vector<uint64_t> changed;
   ok(ops.find_changed(f.regions, o.chunk, f.digests, &changed), "find_changed");
-  if (!changed.empty()) die(fmt::format("the checkpoint restore left {} chunks changed", changed.size()));
+  if (!changed.empty())
+    die(fmt::format("the checkpoint restore left {} chunks changed", changed.size()));
   check(cuptiCheckpointFree(&cp), "cuptiCheckpointFree");
   const double save = median(saves), restore = median(restores);
-  std::printf("save: first %.3f ms, then %.3f ms (wall); restore after %s changed: %.3f ms (wall)\n", first_save,
-              save, kreplay::format_bytes(C).c_str(), restore);
-  std::printf("kreplay: snapshot %.3f ms; find_changed %.3f ms + restore %.3f ms (gpu; restore wall %.3f)\n",
-              k.snapshot_ms, k.find_ms, k.restore_ms, k.restore_wall_ms);
-  g_summary.push_back({fmt::format("checkpoint save {} / kreplay snapshot", kreplay::format_bytes(R)),
-                       fmt::format("{:.2f}x  ({:.3f} vs {:.3f} ms; first save {:.3f} ms)", save / k.snapshot_ms, save,
-                                   k.snapshot_ms, first_save)});
+  std::printf(
+      "save: first %.3f ms, then %.3f ms (wall); restore after %s changed: %.3f ms (wall)\n",
+      first_save, save, kreplay::format_bytes(C).c_str(), restore);
+  std::printf(
+      "kreplay: snapshot %.3f ms; find_changed %.3f ms + restore %.3f ms (gpu; restore wall "
+      "%.3f)\n",
+      k.snapshot_ms, k.find_ms, k.restore_ms, k.restore_wall_ms);
+  g_summary.push_back(
+      {fmt::format("checkpoint save {} / kreplay snapshot", kreplay::format_bytes(R)),
+       fmt::format("{:.2f}x  ({:.3f} vs {:.3f} ms; first save {:.3f} ms)", save / k.snapshot_ms,
+                   save, k.snapshot_ms, first_save)});
   g_summary.push_back({"checkpoint restore / kreplay restore (set known)",
-                       fmt::format("{:.1f}x  ({:.3f} vs {:.3f} ms wall)", restore / k.restore_wall_ms, restore,
-                                   k.restore_wall_ms)});
-  g_summary.push_back({"checkpoint restore / kreplay find_changed + restore",
-                       fmt::format("{:.2f}x  ({:.3f} vs {:.3f} ms)", restore / (k.find_ms + k.restore_ms), restore,
-                                   k.find_ms + k.restore_ms)});
+                       fmt::format("{:.1f}x  ({:.3f} vs {:.3f} ms wall)",
+                                   restore / k.restore_wall_ms, restore, k.restore_wall_ms)});
+  g_summary.push_back(
+      {"checkpoint restore / kreplay find_changed + restore",
+       fmt::format("{:.2f}x  ({:.3f} vs {:.3f} ms)", restore / (k.find_ms + k.restore_ms), restore,
+                   k.find_ms + k.restore_ms)});
   (void)timer;
   (void)ops_stream;
 #else
-  (void)ops; (void)o; (void)timer; (void)ops_stream; (void)f; (void)k;
+  (void)ops;
+  (void)o;
+  (void)timer;
+  (void)ops_stream;
+  (void)f;
+  (void)k;
   std::printf("\n(built without libcheckpoint: no CUPTI checkpoint comparison)\n");
 #endif
 }
@@ -536,9 +596,11 @@ int main(int argc, char** argv) {
   CU(cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
   size_t free = 0, total = 0;
   CU(cu.cuMemGetInfo(&free, &total));
-  std::printf("device %d: %s, %d SMs, %s (%s free); chunk %s, %d region(s) per footprint, median of %d\n",
-              o.device, name, sms, kreplay::format_bytes(total).c_str(), kreplay::format_bytes(free).c_str(),
-              kreplay::format_bytes(o.chunk).c_str(), o.regions, o.reps);
+  std::printf(
+      "device %d: %s, %d SMs, %s (%s free); chunk %s, %d region(s) per footprint, median of %d\n",
+      o.device, name, sms, kreplay::format_bytes(total).c_str(),
+      kreplay::format_bytes(free).c_str(), kreplay::format_bytes(o.chunk).c_str(), o.regions,
+      o.reps);
   {
     auto created = MemoryOps::create(ctx, dev);
     ok(created.ok() ? Status::Ok() : created.status(), "MemoryOps::create");

@@ -57,7 +57,7 @@ const char* memory_kind_name(kreplay_memory_kind_t k) {
 // What the tool keeps about a logical dispatch between its callbacks.
 struct Dispatch {
   bool selected = false;
-  bool replayed = false;
+  bool replayed = false;  // in a replay loop (PASS ENTER seen) or replayed
   const AgentPlan* plan = nullptr;
   uint64_t rotation_config = 0;
   output::DispatchRecord record;
@@ -510,6 +510,7 @@ void Profiler::on_pass_enter(const kreplay_callback_tracing_kernel_replay_data_t
   std::lock_guard lock(mu_);
   auto it = dispatches_.find(p.dispatch_info.dispatch_id);
   if (it == dispatches_.end() || !it->second.plan) return;
+  it->second.replayed = true;
   const auto& passes = it->second.plan->passes;
   if (p.current_pass >= passes.size()) return;
   tl_pass = &passes[p.current_pass];
@@ -707,7 +708,19 @@ void Profiler::finalize(bool from_signal) {
   for (const auto& f : outputs_) KR_NOTICE("output: {}", f);
 }
 
-int tool_init(kreplay_client_finalize_t, void*) { return Profiler::get().initialize(); }
+// A configuration the user got wrong (a counter that does not exist, a group that does not fit, an
+// output location that cannot be written) stops the application before it does any work, with the
+// error above and exit status 2, as a command-line tool would: profiling it with part of the
+// request silently missing would waste the run.
+int tool_init(kreplay_client_finalize_t, void*) {
+  int rc = Profiler::get().initialize();
+  if (rc != 0) {
+    KR_ERROR("stopping the application: fix the options above and run again");
+    std::fflush(stderr);
+    _exit(2);
+  }
+  return rc;
+}
 void tool_fini(void*) { Profiler::get().finalize(false); }
 
 }  // namespace

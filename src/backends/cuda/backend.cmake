@@ -1,18 +1,16 @@
 # libkreplay_cuda.so: the injection library (CUDA_INJECTION64_PATH or LD_PRELOAD) holding the CUDA
 # backend. Included from CMakeLists.txt when CUDA and CUPTI are found.
-find_library(KREPLAY_ELF_STATIC NAMES libelf.a REQUIRED)
-find_library(KREPLAY_Z_STATIC NAMES libz.a REQUIRED)
 
 add_library(kreplay_cuda_symbols STATIC module_symbols.cpp vmm_tracker.cpp)
 target_include_directories(kreplay_cuda_symbols PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
-target_link_libraries(kreplay_cuda_symbols PUBLIC kreplay_common ${KREPLAY_ELF_STATIC} ${KREPLAY_Z_STATIC}
+target_link_libraries(kreplay_cuda_symbols PUBLIC kreplay_common ${KREPLAY_ELF_SHARED}
                       PRIVATE kreplay_build_flags)
 
 add_library(kreplay_cuda SHARED cuda_backend.cpp cuda_counters.cpp interceptor.cpp injection.cpp
             ${CMAKE_CURRENT_SOURCE_DIR}/module_symbols.cpp ${CMAKE_CURRENT_SOURCE_DIR}/vmm_tracker.cpp)
 target_include_directories(kreplay_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 target_link_libraries(kreplay_cuda PRIVATE kreplay_sdk_internal kreplay_cuda_memory CUDA::cuda_driver
-                      CUDA::cupti ${KREPLAY_ELF_STATIC} ${KREPLAY_Z_STATIC} kreplay_build_flags)
+                      CUDA::cupti ${KREPLAY_ELF_SHARED} kreplay_build_flags)
 if(TARGET kreplay_cupti)
   target_link_libraries(kreplay_cuda PRIVATE kreplay_cupti)
   target_compile_definitions(kreplay_cuda PRIVATE KREPLAY_HAVE_CUPTI_COUNTERS=1)

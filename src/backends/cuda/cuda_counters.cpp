@@ -84,6 +84,15 @@ cupti::RangeProfiler* CudaCounterBackend::profiler() {
   return p.ok() ? *p : nullptr;
 }
 
+std::vector<cupti::RangeProfiler*> CudaCounterBackend::existing_profilers() {
+  std::lock_guard lock(mu_);
+  std::vector<cupti::RangeProfiler*> out;
+  for (auto& [ctx, p] : profilers_) {
+    if (p) out.push_back(p.get());
+  }
+  return out;
+}
+
 Status CudaCounterBackend::begin_pass(device::Launch& launch,
                                       std::span<device::CounterSet* const> sets) {
   auto* cl = dynamic_cast<CudaLaunch*>(&launch);

@@ -52,8 +52,10 @@ class CudaCounterBackend final : public device::CounterBackend {
   Status begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_pass(device::Launch& launch) override;
 
-  /// The profiler of the calling thread's context (for cost reports), or nullptr.
+  /// The profiler of the calling thread's context, or nullptr.
   cupti::RangeProfiler* profiler();
+  /// Every profiler created so far (for cost reports at exit; creates none).
+  std::vector<cupti::RangeProfiler*> existing_profilers();
 
  private:
   Result<cupti::RangeProfiler*> profiler_for_current_context();

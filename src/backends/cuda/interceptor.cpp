@@ -711,6 +711,34 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
   }
 }
 
+// KREPLAY_PRINT_COSTS=1: at exit, where profiling time went (CUPTI calls and restores).
+void print_costs() {
+  for (auto& b : state().counter_backends) {
+   for (cupti::RangeProfiler* rp : b->existing_profilers()) {
+    const auto& c = rp->costs();
+    auto row = [](const char* name, const cupti::CallCost& cc) {
+      if (cc.calls == 0) return;
+      std::fprintf(stderr, "==KREPLAY== cost %-22s calls=%-6llu total_ms=%-10.3f mean_ms=%-8.3f max_ms=%.3f\n",
+                   name, static_cast<unsigned long long>(cc.calls), cc.total_ms(), cc.mean_ms(),
+                   static_cast<double>(cc.max_ns) / 1e6);
+    };
+    row("enable", c.enable);
+    row("counter_availability", c.counter_availability);
+    row("host_config", c.host_config);
+    row("counter_data_size", c.counter_data_size);
+    row("counter_data_init", c.counter_data_init);
+    row("set_config", c.set_config);
+    row("start", c.start);
+    row("stop", c.stop);
+    row("decode", c.decode);
+    row("evaluate", c.evaluate);
+    std::fprintf(stderr, "==KREPLAY== cost reenables=%llu ranges_dropped=%llu\n",
+                 static_cast<unsigned long long>(c.reenables),
+                 static_cast<unsigned long long>(c.ranges_dropped));
+   }
+  }
+}
+
 }  // namespace
 
 bool start_interception() {
@@ -770,6 +798,7 @@ bool start_interception() {
       }
     }
     started = true;
+    if (env::get_bool("KREPLAY_PRINT_COSTS", false)) std::atexit(&print_costs);
     KR_DEBUG("CUDA interception started");
   });
   return started;

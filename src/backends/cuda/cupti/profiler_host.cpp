@@ -1,7 +1,9 @@
 #include "backends/cuda/cupti/profiler_host.hpp"
 
 #include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
+#include <cupti_target.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -552,6 +554,17 @@ Result<std::vector<std::string>> ProfilerHost::range_names(
     names.push_back(std::move(name));
   }
   return names;
+}
+
+Result<std::string> ProfilerHost::device_chip_name(int ordinal) {
+  auto init = KR_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
+  CUptiResult r = cuptiProfilerInitialize(&init);
+  if (r != CUPTI_SUCCESS) return cupti_status(r, "cuptiProfilerInitialize");
+  auto p = KR_CUPTI_PARAMS(CUpti_Device_GetChipName_Params);
+  p.deviceIndex = static_cast<size_t>(ordinal);
+  r = cuptiDeviceGetChipName(&p);
+  if (r != CUPTI_SUCCESS) return cupti_status(r, "cuptiDeviceGetChipName");
+  return std::string(p.pChipName ? p.pChipName : "");
 }
 
 }  // namespace kreplay::cupti

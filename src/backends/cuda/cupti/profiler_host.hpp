@@ -97,6 +97,9 @@ class ProfilerHost {
       const std::string& chip, std::span<const uint8_t> counter_availability_image = {});
 
   /// The process-wide offline host for @p chip, created on first use and kept (one per chip).
+  /// The chip name CUPTI reports for CUDA device @p ordinal (needs a driver and cuInit done).
+  static Result<std::string> device_chip_name(int ordinal);
+
   static Result<std::shared_ptr<ProfilerHost>> shared(const std::string& chip);
 
   ~ProfilerHost();

@@ -47,11 +47,11 @@ Loaded load() {
     return l;
   }
   // #name is the cuda.h spelling (not macro-expanded); l.table.name is the _v2 member.
-#define KR_MEMDRV_RESOLVE(name)                                  \
-  if (l.status.ok()) {                                           \
+#define KR_MEMDRV_RESOLVE(name)                                   \
+  if (l.status.ok()) {                                            \
     if (Status s = resolve(get, #name, &l.table.name); !s.ok()) { \
-      l.status = s;                                              \
-    }                                                            \
+      l.status = s;                                               \
+    }                                                             \
   }
   KR_MEMDRV_FUNCTIONS(KR_MEMDRV_RESOLVE)
 #undef KR_MEMDRV_RESOLVE
@@ -73,7 +73,9 @@ const Loaded& loaded() {
 
 }  // namespace
 
-Status init() { return loaded().status; }
+Status init() {
+  return loaded().status;
+}
 
 const Driver& api() {
   const Loaded& l = loaded();

@@ -20,17 +20,20 @@ namespace kreplay::cuda::memdrv {
 
 // X(name): one driver function, by its cuda.h name (the macro picks the _v2 symbol, and
 // cuGetProcAddress the matching version for CUDA_VERSION).
-#define KR_MEMDRV_FUNCTIONS(X)                                                                   \
-  X(cuInit) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet)             \
-  X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)      \
-  X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxPushCurrent)          \
-  X(cuCtxPopCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) \
-  X(cuModuleGetFunction) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernel)        \
-  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemAllocManaged) \
-  X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer) X(cuMemGetInfo)   \
-  X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)              \
-  X(cuMemsetD32Async) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)                    \
+// clang-format off
+#define KR_MEMDRV_FUNCTIONS(X)                                                                     \
+  X(cuInit) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet)               \
+  X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)       \
+  X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxPushCurrent)           \
+  X(cuCtxPopCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload)   \
+  X(cuModuleGetFunction) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernel)          \
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery) X(cuMemAlloc)       \
+  X(cuMemAllocManaged) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost)                             \
+  X(cuMemHostGetDevicePointer) X(cuMemGetInfo) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)           \
+  X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD)          \
+  X(cuMemsetD32Async) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)                      \
   X(cuEventElapsedTime) X(cuEventDestroy)
+// clang-format on
 
 #define KR_MEMDRV_MEMBER(name) decltype(&::name) name = nullptr;
 

@@ -16,17 +16,28 @@ using namespace kreplay::cuda::memory_layout;
 
 namespace {
 
-__device__ __forceinline__ uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+__device__ __forceinline__ uint64_t min_u64(uint64_t a, uint64_t b) {
+  return a < b ? a : b;
+}
+
+// Plain (weak, write-back) 16- and 8-byte global stores. The compiler emits generic ST for
+// stores through these computed pointers, and __stwb gives STG.STRONG.SM; this gives STG.E.128.
+__device__ __forceinline__ void st_global(ulonglong2* p, ulonglong2 v) {
+  asm volatile("st.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(v.x), "l"(v.y));
+}
+__device__ __forceinline__ void st_global(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.global.u64 [%0], %1;" ::"l"(p), "l"(v));
+}
 
 // --- Loads and stores of 16 bytes at any alignment (al: 1, 2, 4, 8 or 16) ----------------------
 
 __device__ __forceinline__ ulonglong2 load16(const unsigned char* p, uint32_t al) {
   ulonglong2 r;
-  if (al >= 16) return __ldcs(reinterpret_cast<const ulonglong2*>(p));
+  if (al >= 16) return __ldg(reinterpret_cast<const ulonglong2*>(p));
   if (al == 8) {
     const auto* q = reinterpret_cast<const unsigned long long*>(p);
-    r.x = __ldcs(q);
-    r.y = __ldcs(q + 1);
+    r.x = __ldg(q);
+    r.y = __ldg(q + 1);
   } else if (al == 4) {
     const auto* q = reinterpret_cast<const unsigned int*>(p);
     r.x = uint64_t{q[0]} | uint64_t{q[1]} << 32;
@@ -49,11 +60,11 @@ __device__ __forceinline__ ulonglong2 load16(const unsigned char* p, uint32_t al
 
 __device__ __forceinline__ void store16(unsigned char* p, ulonglong2 v, uint32_t al) {
   if (al >= 16) {
-    __stcs(reinterpret_cast<ulonglong2*>(p), v);
+    st_global(reinterpret_cast<ulonglong2*>(p), v);
   } else if (al == 8) {
     auto* q = reinterpret_cast<unsigned long long*>(p);
-    __stcs(q, v.x);
-    __stcs(q + 1, v.y);
+    st_global(q, v.x);
+    st_global(q + 1, v.y);
   } else if (al == 4) {
     auto* q = reinterpret_cast<unsigned int*>(p);
     q[0] = static_cast<unsigned int>(v.x);
@@ -90,7 +101,10 @@ __device__ __forceinline__ uint64_t region_of_dense(const RegionDesc* regions, u
   uint64_t lo = hint + 1, hi = n;  // answer in [lo, hi): last index with dense_first <= w
   while (hi - lo > 1) {
     const uint64_t mid = lo + (hi - lo) / 2;
-    if (regions[mid].dense_first <= w) lo = mid; else hi = mid;
+    if (regions[mid].dense_first <= w)
+      lo = mid;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -104,7 +118,10 @@ __device__ __forceinline__ uint64_t region_of_chunk(const RegionDesc* regions, u
   uint64_t lo = 0, hi = n;
   while (hi - lo > 1) {
     const uint64_t mid = lo + (hi - lo) / 2;
-    if (regions[mid].first_chunk <= c) lo = mid; else hi = mid;
+    if (regions[mid].first_chunk <= c)
+      lo = mid;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -128,17 +145,17 @@ __device__ __forceinline__ uint64_t chunk_terms(const unsigned char* __restrict_
     for (; v + (U - 1) * G < nvec; v += U * G) {
       ulonglong2 x[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) x[u] = __ldcs(s + v + u * G);
+      for (int u = 0; u < U; ++u) x[u] = __ldg(s + v + u * G);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        if constexpr (kCopy) __stcs(d + v + u * G, x[u]);
+        if constexpr (kCopy) st_global(d + v + u * G, x[u]);
         const uint64_t wi = 2 * (v + u * G);
         sum += word_term(x[u].x, wi) + word_term(x[u].y, wi + 1);
       }
     }
     for (; v < nvec; v += G) {
-      const ulonglong2 x = __ldcs(s + v);
-      if constexpr (kCopy) __stcs(d + v, x);
+      const ulonglong2 x = __ldg(s + v);
+      if constexpr (kCopy) st_global(d + v, x);
       sum += word_term(x.x, 2 * v) + word_term(x.y, 2 * v + 1);
     }
   } else {
@@ -156,12 +173,36 @@ __device__ __forceinline__ uint64_t chunk_terms(const unsigned char* __restrict_
     for (uint32_t b = 0; b < tail; ++b) {
       const unsigned char c = s[b];
       if constexpr (kCopy) d[b] = c;
-      if (b < 8) w0 |= uint64_t{c} << (8 * b); else w1 |= uint64_t{c} << (8 * (b - 8));
+      if (b < 8)
+        w0 |= uint64_t{c} << (8 * b);
+      else
+        w1 |= uint64_t{c} << (8 * (b - 8));
     }
     sum += word_term(w0, 2 * nvec);
     if (tail > 8) sum += word_term(w1, 2 * nvec + 1);
   }
   return sum;
+}
+
+// See ChunkParams::signal_items. Every lane fences its own digest stores (system scope, as the host
+// reads them), the warp synchronizes, and lane 0 counts the warp in; the last warp raises the
+// flag after a fence of its own.
+__device__ __forceinline__ void signal_point(const ChunkParams& p, uint32_t point, uint32_t lane) {
+  __threadfence_system();
+  __syncwarp();
+  if (lane == 0 && atomicAdd(p.signal_count + point, 1u) + 1 == p.signal_warps) {
+    __threadfence_system();
+    *reinterpret_cast<volatile uint32_t*>(p.host_flag + point) = p.signal_value;
+  }
+}
+
+// signal_items[i] without indexing the parameter array at run time (that would copy it to local
+// memory).
+__device__ __forceinline__ uint64_t signal_threshold(const ChunkParams& p, uint32_t i) {
+  return i == 0   ? p.signal_items[0]
+         : i == 1 ? p.signal_items[1]
+         : i == 2 ? p.signal_items[2]
+                  : p.signal_items[3];
 }
 
 template <bool kCopy, int U>
@@ -175,9 +216,17 @@ __device__ __forceinline__ void chunk_kernel(const ChunkParams& p) {
   const uint64_t nwarps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
   const uint64_t chunk_bytes = 1ull << p.chunk_shift;
   uint64_t r = 0;
-  for (uint64_t item = warp; item * per_warp < p.work_chunks; item += nwarps) {
-    const uint64_t w = item * per_warp + g_index;
-    const bool active = w < p.work_chunks;
+  // Warp-uniform: the next progress signal this warp owes, and its item threshold.
+  uint32_t next_signal = 0;
+  uint64_t threshold = kCopy && p.signal_points != 0 ? p.signal_items[0] : ~0ull;
+  for (uint64_t item = warp; p.work_begin + item * per_warp < p.work_end; item += nwarps) {
+    while (kCopy && item >= threshold) {
+      signal_point(p, next_signal, lane);
+      ++next_signal;
+      threshold = next_signal < p.signal_points ? signal_threshold(p, next_signal) : ~0ull;
+    }
+    const uint64_t w = p.work_begin + item * per_warp + g_index;
+    const bool active = w < p.work_end;
     uint64_t sum = 0, len = 0, chunk = 0;
     if (active) {
       r = region_of_dense(p.regions, p.region_count, w, r);
@@ -189,10 +238,9 @@ __device__ __forceinline__ void chunk_kernel(const ChunkParams& p) {
       const auto* src = reinterpret_cast<const unsigned char*>(rd.live + off);
       auto* dst = reinterpret_cast<unsigned char*>(rd.storage + off);
       // 256-byte chunks: 16 vectors, one per lane of a half warp. Larger: the whole warp.
-      sum = G == 32 ? chunk_terms<kCopy, U, 32>(src, dst, len, g_lane, rd.live_align,
-                                                rd.storage_align)
-                    : chunk_terms<kCopy, 1, 16>(src, dst, len, g_lane, rd.live_align,
-                                                rd.storage_align);
+      sum = G == 32
+                ? chunk_terms<kCopy, U, 32>(src, dst, len, g_lane, rd.live_align, rd.storage_align)
+                : chunk_terms<kCopy, 1, 16>(src, dst, len, g_lane, rd.live_align, rd.storage_align);
     }
     // Order-free sum over the chunk's lanes (all 32 lanes take part in every shuffle).
     for (uint32_t o = G >> 1; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
@@ -200,10 +248,14 @@ __device__ __forceinline__ void chunk_kernel(const ChunkParams& p) {
       const uint64_t digest = finish_digest(sum, len);
       if constexpr (kCopy) {
         p.digests[chunk] = digest;
+        if (p.host_digests != nullptr) p.host_digests[chunk] = digest;
       } else if (digest != p.digests[chunk]) {
         atomicOr(p.changed_bits + (chunk >> 5), 1u << (chunk & 31));
       }
     }
+  }
+  if constexpr (kCopy) {
+    for (; next_signal < p.signal_points; ++next_signal) signal_point(p, next_signal, lane);
   }
 }
 
@@ -217,17 +269,15 @@ __device__ __forceinline__ void copy_tile(const unsigned char* __restrict__ src,
   if (src_al >= 16 && dst_al >= 16) {
     const auto* s = reinterpret_cast<const ulonglong2*>(src);
     auto* d = reinterpret_cast<ulonglong2*>(dst);
-    for (uint64_t v = lane; v < nvec; v += 32 * U) {
+    uint64_t v = lane;
+    for (; v + 32 * (U - 1) < nvec; v += 32 * U) {  // whole steps (every full tile)
       ulonglong2 x[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        if (v + 32 * u < nvec) x[u] = __ldcs(s + v + 32 * u);
-      }
+      for (int u = 0; u < U; ++u) x[u] = __ldg(s + v + 32 * u);
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        if (v + 32 * u < nvec) d[v + 32 * u] = x[u];
-      }
+      for (int u = 0; u < U; ++u) st_global(d + v + 32 * u, x[u]);
     }
+    for (; v < nvec; v += 32) st_global(d + v, __ldg(s + v));
   } else {
     for (uint64_t v = lane; v < nvec; v += 32) {
       store16(dst + 16 * v, load16(src + 16 * v, src_al), dst_al);
@@ -257,8 +307,8 @@ __device__ __forceinline__ void restore_kernel(const RestoreParams& p) {
         ((chunk - rd.first_chunk) << p.chunk_shift) + ((item & tile_mask) << p.tile_shift);
     if (off >= rd.size) continue;  // a tile past the end of a region's last (partial) chunk
     copy_tile<U>(reinterpret_cast<const unsigned char*>(rd.storage + off),
-                 reinterpret_cast<unsigned char*>(rd.live + off), min_u64(tile_bytes, rd.size - off),
-                 lane, rd.storage_align, rd.live_align);
+                 reinterpret_cast<unsigned char*>(rd.live + off),
+                 min_u64(tile_bytes, rd.size - off), lane, rd.storage_align, rd.live_align);
   }
 }
 
@@ -272,16 +322,31 @@ __device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
 }  // namespace
 
 // --- Entry points ------------------------------------------------------------------------------
-// __launch_bounds__(256, 4): at most 64 registers, so 4 blocks (32 warps) fit on an SM.
+// __launch_bounds__(256, 4): at most 64 registers, 4 blocks (32 warps) per SM. The snapshot
+// kernels get 3 blocks and up to 85 registers: with 64, ptxas keeps only 5 of the 8 loads of a
+// step in flight (it needs registers for the digest arithmetic of the vectors already loaded).
 
 #define KR_MEM_BOUNDS __global__ void __launch_bounds__(kBlockThreads, 4)
+#define KR_MEM_BOUNDS_3 __global__ void __launch_bounds__(kBlockThreads, 3)
 
-extern "C" KR_MEM_BOUNDS kreplay_mem_snapshot_u8(ChunkParams p) { chunk_kernel<true, 8>(p); }
-extern "C" KR_MEM_BOUNDS kreplay_mem_snapshot_u4(ChunkParams p) { chunk_kernel<true, 4>(p); }
-extern "C" KR_MEM_BOUNDS kreplay_mem_find_changed_u8(ChunkParams p) { chunk_kernel<false, 8>(p); }
-extern "C" KR_MEM_BOUNDS kreplay_mem_find_changed_u4(ChunkParams p) { chunk_kernel<false, 4>(p); }
-extern "C" KR_MEM_BOUNDS kreplay_mem_restore_u8(RestoreParams p) { restore_kernel<8>(p); }
-extern "C" KR_MEM_BOUNDS kreplay_mem_restore_u4(RestoreParams p) { restore_kernel<4>(p); }
+extern "C" KR_MEM_BOUNDS_3 kreplay_mem_snapshot_u8(ChunkParams p) {
+  chunk_kernel<true, 8>(p);
+}
+extern "C" KR_MEM_BOUNDS kreplay_mem_snapshot_u4(ChunkParams p) {
+  chunk_kernel<true, 4>(p);
+}
+extern "C" KR_MEM_BOUNDS kreplay_mem_find_changed_u8(ChunkParams p) {
+  chunk_kernel<false, 8>(p);
+}
+extern "C" KR_MEM_BOUNDS kreplay_mem_find_changed_u4(ChunkParams p) {
+  chunk_kernel<false, 4>(p);
+}
+extern "C" KR_MEM_BOUNDS kreplay_mem_restore_u8(RestoreParams p) {
+  restore_kernel<8>(p);
+}
+extern "C" KR_MEM_BOUNDS kreplay_mem_restore_u4(RestoreParams p) {
+  restore_kernel<4>(p);
+}
 
 // Test and benchmark support: pseudo-random bytes (a function of seed and byte offset only).
 extern "C" KR_MEM_BOUNDS kreplay_mem_fill_random(FillParams p) {
@@ -291,15 +356,16 @@ extern "C" KR_MEM_BOUNDS kreplay_mem_fill_random(FillParams p) {
   if ((p.dst & 7) == 0) {
     auto* words = reinterpret_cast<uint64_t*>(dst);
     const uint64_t nwords = p.bytes >> 3;
-    for (uint64_t i = tid; i < nwords; i += stride) words[i] = splitmix64(p.seed ^ (i * 0x2545f4914f6cdd1dull));
+    for (uint64_t i = tid; i < nwords; i += stride)
+      words[i] = splitmix64(p.seed ^ (i * 0x2545f4914f6cdd1dull));
     for (uint64_t b = (nwords << 3) + tid; b < p.bytes; b += stride) {
-      dst[b] = static_cast<unsigned char>(
-          splitmix64(p.seed ^ ((b >> 3) * 0x2545f4914f6cdd1dull)) >> (8 * (b & 7)));
+      dst[b] = static_cast<unsigned char>(splitmix64(p.seed ^ ((b >> 3) * 0x2545f4914f6cdd1dull)) >>
+                                          (8 * (b & 7)));
     }
   } else {
     for (uint64_t b = tid; b < p.bytes; b += stride) {
-      dst[b] = static_cast<unsigned char>(
-          splitmix64(p.seed ^ ((b >> 3) * 0x2545f4914f6cdd1dull)) >> (8 * (b & 7)));
+      dst[b] = static_cast<unsigned char>(splitmix64(p.seed ^ ((b >> 3) * 0x2545f4914f6cdd1dull)) >>
+                                          (8 * (b & 7)));
     }
   }
 }

@@ -17,12 +17,12 @@ namespace kreplay::cuda::memory_layout {
 
 /// One region as the kernels see it. Uploaded sorted by first_chunk, zero-size regions dropped.
 struct RegionDesc {
-  uint64_t live;         ///< device address of the live memory
-  uint64_t storage;      ///< device address of the snapshot copy (may be host-mapped)
-  uint64_t size;         ///< bytes (> 0)
-  uint64_t first_chunk;  ///< global index of the region's first chunk (digest/bitmap index)
-  uint64_t dense_first;  ///< index of the region's first chunk in the dense work numbering
-  uint32_t live_align;   ///< largest power of two (<= 16) that divides live
+  uint64_t live;           ///< device address of the live memory
+  uint64_t storage;        ///< device address of the snapshot copy (may be host-mapped)
+  uint64_t size;           ///< bytes (> 0)
+  uint64_t first_chunk;    ///< global index of the region's first chunk (digest/bitmap index)
+  uint64_t dense_first;    ///< index of the region's first chunk in the dense work numbering
+  uint32_t live_align;     ///< largest power of two (<= 16) that divides live
   uint32_t storage_align;  ///< largest power of two (<= 16) that divides storage
 };
 static_assert(sizeof(RegionDesc) == 48, "RegionDesc layout is shared with the kernels");
@@ -31,18 +31,30 @@ static_assert(sizeof(RegionDesc) == 48, "RegionDesc layout is shared with the ke
 /// flight per lane. A warp copies kTileBytes per step in restore.
 constexpr uint32_t kBlockThreads = 256;
 constexpr uint32_t kWarpsPerBlock = kBlockThreads / 32;
-constexpr uint32_t kUnrollMax = 8;
+constexpr uint32_t kMaxSignals = 4;
 
 /// snapshot (copy live -> storage and write digests) and find_changed (recompute, compare, set
 /// bits) walk every chunk of every region.
 struct ChunkParams {
   const RegionDesc* regions;
   uint64_t region_count;
-  uint64_t work_chunks;    ///< sum of the regions' chunk counts (the dense numbering)
+  uint64_t work_begin;     ///< first dense chunk of this launch
+  uint64_t work_end;       ///< one past the last (the dense numbering counts every region's chunks)
   uint64_t* digests;       ///< by global chunk index; written (snapshot) or read (find_changed)
+  uint64_t* host_digests;  ///< snapshot: also written here (mapped pinned host memory); may be null
   uint32_t* changed_bits;  ///< find_changed: one bit per global chunk index, zeroed before
   uint32_t chunk_shift;    ///< log2(chunk_bytes), >= 8
   uint32_t group_shift;    ///< log2(lanes per chunk): 4 for 256-byte chunks, else 5
+  // Progress signals (snapshot): for each point i < signal_points, once every warp has finished
+  // its work items below signal_items[i] (warp items, not chunks) and fenced its digest writes,
+  // the last one to get there stores signal_value into host_flag[i] (mapped host memory), so the
+  // host can copy those digests out while the rest runs.
+  uint64_t signal_items[kMaxSignals];  ///< ascending, each >= the number of launched warps
+  uint32_t signal_points;              ///< 0 = no signals
+  uint32_t signal_warps;               ///< launched warps (every one takes part in every point)
+  uint32_t signal_value;               ///< changes from call to call (flags are not reset)
+  uint32_t* signal_count;              ///< [kMaxSignals] device counters, zeroed before
+  uint32_t* host_flag;                 ///< [kMaxSignals] mapped host memory
 };
 
 /// restore: copy the listed chunks storage -> live, in tiles.
@@ -51,8 +63,8 @@ struct RestoreParams {
   uint64_t region_count;
   const uint64_t* chunks;  ///< global chunk indices, each inside a region (checked on the host)
   uint64_t chunk_count;
-  uint32_t chunk_shift;    ///< log2(chunk_bytes)
-  uint32_t tile_shift;     ///< log2(bytes one warp copies per step), <= chunk_shift
+  uint32_t chunk_shift;  ///< log2(chunk_bytes)
+  uint32_t tile_shift;   ///< log2(bytes one warp copies per step), <= chunk_shift
 };
 
 /// Test and benchmark support.

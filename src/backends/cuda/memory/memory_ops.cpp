@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "backends/cuda/internal_guard.hpp"
@@ -133,12 +135,14 @@ MemoryOps::~MemoryOps() {
   if (!scope.status().ok()) return;  // the context is gone, and everything in it
   const auto& cu = drv::api();
   if (stream_ != nullptr) cu.cuStreamSynchronize(stream_);
-  for (DeviceBuffer* b : {&d_regions_, &d_digests_, &d_bits_, &d_chunks_, &d_count_}) {
+  for (DeviceBuffer* b : {&d_regions_, &d_digests_, &d_bits_, &d_chunks_, &d_count_, &d_signal_}) {
     if (b->ptr != 0) cu.cuMemFree(b->ptr);
   }
-  for (HostBuffer* b : {&h_stage_, &h_digests_, &h_bits_, &h_count_}) {
+  for (HostBuffer* b : {&h_stage_, &h_digests_, &h_bits_, &h_count_, &h_flag_}) {
     if (b->ptr != nullptr) cu.cuMemFreeHost(b->ptr);
   }
+  if (kernel_start_ != nullptr) cu.cuEventDestroy(kernel_start_);
+  if (kernel_end_ != nullptr) cu.cuEventDestroy(kernel_end_);
   if (stream_ != nullptr) cu.cuStreamDestroy(stream_);
   if (module_ != nullptr) cu.cuModuleUnload(module_);
 }
@@ -159,6 +163,42 @@ Result<CUstream> MemoryOps::stream() {
 void MemoryOps::set_tuning(const Tuning& tuning) {
   std::lock_guard lock(mu_);
   tuning_ = tuning;
+}
+
+void MemoryOps::set_kernel_timing(bool on) {
+  std::lock_guard lock(mu_);
+  kernel_timing_ = on;
+  timed_ = false;
+}
+
+double MemoryOps::last_kernel_ms() {
+  InternalScope internal;
+  std::lock_guard lock(mu_);
+  if (!timed_) return 0;
+  CtxScope scope(ctx_);
+  float ms = 0;
+  if (!scope.status().ok() ||
+      drv::api().cuEventElapsedTime(&ms, kernel_start_, kernel_end_) != CUDA_SUCCESS) {
+    return 0;
+  }
+  return ms;
+}
+
+Status MemoryOps::time_begin_locked() {
+  timed_ = false;
+  if (!kernel_timing_) return Status::Ok();
+  const auto& cu = drv::api();
+  if (kernel_start_ == nullptr) KR_MEM_CU(cu.cuEventCreate(&kernel_start_, CU_EVENT_DEFAULT));
+  if (kernel_end_ == nullptr) KR_MEM_CU(cu.cuEventCreate(&kernel_end_, CU_EVENT_DEFAULT));
+  KR_MEM_CU(cu.cuEventRecord(kernel_start_, stream_));
+  return Status::Ok();
+}
+
+Status MemoryOps::time_end_locked() {
+  if (!kernel_timing_) return Status::Ok();
+  KR_MEM_CU(drv::api().cuEventRecord(kernel_end_, stream_));
+  timed_ = true;
+  return Status::Ok();
 }
 
 Status MemoryOps::ensure_loaded_locked() {
@@ -215,7 +255,7 @@ Status MemoryOps::ensure_device(DeviceBuffer* buf, uint64_t bytes) {
   return Status::Ok();
 }
 
-Status MemoryOps::ensure_host(HostBuffer* buf, uint64_t bytes) {
+Status MemoryOps::ensure_host(HostBuffer* buf, uint64_t bytes, bool mapped) {
   if (buf->bytes >= bytes) return Status::Ok();
   const auto& cu = drv::api();
   uint64_t want = std::max<uint64_t>({bytes, buf->bytes + buf->bytes / 2, 4096});
@@ -225,8 +265,18 @@ Status MemoryOps::ensure_host(HostBuffer* buf, uint64_t bytes) {
     *buf = {};
   }
   void* p = nullptr;
-  KR_MEM_CU(cu.cuMemHostAlloc(&p, want, CU_MEMHOSTALLOC_PORTABLE));
-  *buf = {p, want};
+  KR_MEM_CU(cu.cuMemHostAlloc(
+      &p, want, CU_MEMHOSTALLOC_PORTABLE | (mapped ? CU_MEMHOSTALLOC_DEVICEMAP : 0u)));
+  CUdeviceptr dev = 0;
+  if (mapped) {
+    if (Status s =
+            drv::check(cu.cuMemHostGetDevicePointer(&dev, p, 0), "cuMemHostGetDevicePointer");
+        !s.ok()) {
+      cu.cuMemFreeHost(p);
+      return s;
+    }
+  }
+  *buf = {p, want, dev};
   return Status::Ok();
 }
 
@@ -261,15 +311,21 @@ Status MemoryOps::sync_locked() {
 
 // A persistent grid: enough warps for every SM at the kernel's occupancy, never more warps than
 // items, and the items split evenly over the rounds so that the last round is not a short one.
-Status MemoryOps::launch_locked(const Kernel& k, uint64_t warp_items, void* params) {
-  if (warp_items == 0) return Status::Ok();
-  const uint64_t per_sm = tuning_.blocks_per_sm != 0
+// A persistent grid: enough warps for every SM at the kernel's occupancy, never more warps than
+// items, and the items split evenly over the rounds so that the last round is not a short one.
+uint64_t MemoryOps::grid_blocks_locked(const Kernel& k, uint64_t warp_items, bool tuned) const {
+  if (warp_items == 0) return 0;
+  const uint64_t per_sm = tuned && tuning_.blocks_per_sm != 0
                               ? std::min(tuning_.blocks_per_sm, k.blocks_per_sm)
                               : k.blocks_per_sm;
   const uint64_t capacity = uint64_t{sm_count_} * per_sm * memory_layout::kWarpsPerBlock;
   const uint64_t rounds = (warp_items + capacity - 1) / capacity;
   const uint64_t warps = (warp_items + rounds - 1) / rounds;
-  const uint64_t blocks = (warps + memory_layout::kWarpsPerBlock - 1) / memory_layout::kWarpsPerBlock;
+  return (warps + memory_layout::kWarpsPerBlock - 1) / memory_layout::kWarpsPerBlock;
+}
+
+Status MemoryOps::launch_locked(const Kernel& k, uint64_t blocks, void* params) {
+  if (blocks == 0) return Status::Ok();
   void* args[] = {params};
   KR_MEM_CU(drv::api().cuLaunchKernel(k.fn, static_cast<unsigned>(blocks), 1, 1,
                                       memory_layout::kBlockThreads, 1, 1, 0, stream_, args,
@@ -351,7 +407,8 @@ Status MemoryOps::prepare_regions_locked(std::span<const device::CopyRegion> reg
 uint64_t MemoryOps::storage_available(device::StorageTier tier) {
   if (tier == device::StorageTier::kPinnedHost) {
     std::lock_guard lock(mu_);
-    if (pinned_budget_set_) return pinned_budget_ > pinned_held_ ? pinned_budget_ - pinned_held_ : 0;
+    if (pinned_budget_set_)
+      return pinned_budget_ > pinned_held_ ? pinned_budget_ - pinned_held_ : 0;
     return half_mem_available();
   }
   InternalScope internal;
@@ -377,19 +434,19 @@ Result<device::Storage> MemoryOps::allocate_storage(device::StorageTier tier, ui
     return device::Storage{p, bytes, tier, p};
   }
   if (pinned_budget_set_ && pinned_held_ + bytes > pinned_budget_) {
-    return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,
-                 fmt::format("{} of pinned storage would exceed KREPLAY_PINNED_BUDGET ({} held of "
-                             "{})",
-                             format_bytes(bytes), format_bytes(pinned_held_),
-                             format_bytes(pinned_budget_)));
+    return Error(
+        KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,
+        fmt::format("{} of pinned storage would exceed KREPLAY_PINNED_BUDGET ({} held of "
+                    "{})",
+                    format_bytes(bytes), format_bytes(pinned_held_), format_bytes(pinned_budget_)));
   }
   void* host = nullptr;
-  RETURN_IF_ERROR(
-      drv::check(cu.cuMemHostAlloc(&host, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
-                 fmt::format("cuMemHostAlloc({})", format_bytes(bytes)).c_str()));
+  RETURN_IF_ERROR(drv::check(
+      cu.cuMemHostAlloc(&host, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+      fmt::format("cuMemHostAlloc({})", format_bytes(bytes)).c_str()));
   CUdeviceptr mapped = 0;
-  if (Status s = drv::check(cu.cuMemHostGetDevicePointer(&mapped, host, 0),
-                            "cuMemHostGetDevicePointer");
+  if (Status s =
+          drv::check(cu.cuMemHostGetDevicePointer(&mapped, host, 0), "cuMemHostGetDevicePointer");
       !s.ok()) {
     cu.cuMemFreeHost(host);
     return s;
@@ -412,7 +469,8 @@ void MemoryOps::free_storage(const device::Storage& storage) {
   regions_valid_ = false;
   Status s;
   if (storage.tier == device::StorageTier::kDevice) {
-    s = drv::check(cu.cuMemFree(storage.handle != 0 ? storage.handle : storage.address), "cuMemFree");
+    s = drv::check(cu.cuMemFree(storage.handle != 0 ? storage.handle : storage.address),
+                   "cuMemFree");
   } else {
     s = drv::check(cu.cuMemFreeHost(reinterpret_cast<void*>(storage.handle)), "cuMemFreeHost");
     pinned_held_ -= std::min(pinned_held_, storage.size);
@@ -432,36 +490,98 @@ Status MemoryOps::snapshot(std::span<const device::CopyRegion> regions, uint64_t
   CtxScope scope(ctx_);
   RETURN_IF_ERROR(scope.status());
   RETURN_IF_ERROR(ensure_loaded_locked());
-  digests_count_ = 0;  // d_digests_ is about to change
+  digest_ranges_.clear();  // d_digests_ is about to change
   Status s = [&]() -> Status {
     RETURN_IF_ERROR(prepare_regions_locked(regions, chunk_bytes));
     if (work_chunks_ == 0) return Status::Ok();
     if (digests.size() < chunk_end_) {
       return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
-                   fmt::format("digest array holds {} entries; the regions need {}",
-                               digests.size(), chunk_end_));
+                   fmt::format("digest array holds {} entries; the regions need {}", digests.size(),
+                               chunk_end_));
     }
     RETURN_IF_ERROR(ensure_device(&d_digests_, chunk_end_ * sizeof(uint64_t)));
-    RETURN_IF_ERROR(ensure_host(&h_digests_, chunk_end_ * sizeof(uint64_t)));
+    RETURN_IF_ERROR(ensure_host(&h_digests_, chunk_end_ * sizeof(uint64_t), /*mapped=*/true));
     memory_layout::ChunkParams p{};
     p.regions = reinterpret_cast<const RegionDesc*>(d_regions_.ptr);
     p.region_count = descs_.size();
-    p.work_chunks = work_chunks_;
     p.digests = reinterpret_cast<uint64_t*>(d_digests_.ptr);
+    p.host_digests = reinterpret_cast<uint64_t*>(h_digests_.mapped);
     p.changed_bits = nullptr;
     p.chunk_shift = static_cast<uint32_t>(std::countr_zero(chunk_bytes));
     p.group_shift = chunk_bytes == 256 ? 4 : 5;
     const uint64_t per_warp = 32u >> p.group_shift;
-    RETURN_IF_ERROR(launch_locked(snapshot_[unroll_index()],
-                                  (work_chunks_ + per_warp - 1) / per_warp, &p));
-    KR_MEM_CU(drv::api().cuMemcpyDtoHAsync(h_digests_.ptr, d_digests_.ptr,
-                                           chunk_end_ * sizeof(uint64_t), stream_));
-    RETURN_IF_ERROR(sync_locked());
-    const auto* shadow = static_cast<const uint64_t*>(h_digests_.ptr);
-    for (const auto& r : chunk_ranges_) {
-      std::memcpy(digests.data() + r.begin, shadow + r.begin, (r.end - r.begin) * sizeof(uint64_t));
+    // The kernel writes every digest into the mapped shadow as it goes; what is left is copying
+    // them into the caller's span. For a large snapshot the kernel signals when all but its last
+    // rounds are done, and the host copies those digests while the GPU finishes.
+    const auto& k = snapshot_[unroll_index()];
+    const uint64_t items = (work_chunks_ + per_warp - 1) / per_warp;
+    const uint64_t blocks = grid_blocks_locked(k, items, /*tuned=*/true);
+    const uint64_t warps = blocks * memory_layout::kWarpsPerBlock;
+    const uint64_t rounds = (items + warps - 1) / warps;
+    p.work_begin = 0;
+    p.work_end = work_chunks_;
+    // Progress points, in rounds: R/2, 3R/4, 7R/8, ... never within the last round.
+    std::vector<uint64_t> points;  // global chunk below which digests are done at each point
+    if (tuning_.split_min_chunks != 0 && work_chunks_ >= tuning_.split_min_chunks && rounds > 1) {
+      for (uint32_t k = 1; k <= tuning_.split_shift && points.size() < memory_layout::kMaxSignals;
+           ++k) {
+        const uint64_t at = rounds - std::max<uint64_t>(1, rounds >> k);
+        if (p.signal_points > 0 && at * warps <= p.signal_items[p.signal_points - 1]) continue;
+        p.signal_items[p.signal_points++] = at * warps;
+        const uint64_t dense = std::min(work_chunks_, at * warps * per_warp);
+        auto it =
+            std::upper_bound(descs_.begin(), descs_.end(), dense,
+                             [](uint64_t v, const RegionDesc& d) { return v < d.dense_first; });
+        const RegionDesc& d = *(it - 1);
+        points.push_back(d.first_chunk + (dense - d.dense_first));
+      }
+      const uint64_t words = memory_layout::kMaxSignals * sizeof(uint32_t);
+      RETURN_IF_ERROR(ensure_device(&d_signal_, words));
+      RETURN_IF_ERROR(ensure_host(&h_flag_, words, /*mapped=*/true));
+      KR_MEM_CU(drv::api().cuMemsetD32Async(d_signal_.ptr, 0, memory_layout::kMaxSignals, stream_));
+      if (++signal_epoch_ == 0) signal_epoch_ = 1;
+      p.signal_warps = static_cast<uint32_t>(warps);
+      p.signal_value = signal_epoch_;
+      p.signal_count = reinterpret_cast<uint32_t*>(d_signal_.ptr);
+      p.host_flag = reinterpret_cast<uint32_t*>(h_flag_.mapped);
     }
-    digests_count_ = chunk_end_;
+    RETURN_IF_ERROR(time_begin_locked());
+    RETURN_IF_ERROR(launch_locked(k, blocks, &p));
+    RETURN_IF_ERROR(time_end_locked());
+    const auto* shadow = static_cast<const uint64_t*>(h_digests_.ptr);
+    auto copy_out = [&](uint64_t lo, uint64_t hi) {
+      for (const auto& r : chunk_ranges_) {
+        const uint64_t b = std::max(r.begin, lo), e = std::min(r.end, hi);
+        if (b < e) std::memcpy(digests.data() + b, shadow + b, (e - b) * sizeof(uint64_t));
+      }
+    };
+    uint64_t copied = 0;
+    // Copy each point's digests as its flag comes up. A kernel that ends (or fails) without
+    // raising a flag is caught by polling the stream now and then.
+    auto* flags = static_cast<uint32_t*>(h_flag_.ptr);
+    for (size_t i = 0; i < points.size(); ++i) {
+      std::atomic_ref<uint32_t> flag(flags[i]);
+      bool ended = false;
+      for (uint32_t spins = 1; flag.load(std::memory_order_acquire) != signal_epoch_; ++spins) {
+        if (spins % 256 == 0) {
+          const CUresult q = drv::api().cuStreamQuery(stream_);
+          if (q == CUDA_SUCCESS) {
+            ended = true;
+            break;
+          }
+          if (q != CUDA_ERROR_NOT_READY) return drv::check(q, "cuStreamQuery");
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      }
+      if (ended && flag.load(std::memory_order_acquire) != signal_epoch_) break;
+      copy_out(copied, points[i]);
+      copied = points[i];
+    }
+    RETURN_IF_ERROR(sync_locked());
+    copy_out(copied, chunk_end_);
+    digest_ranges_ = chunk_ranges_;
     return Status::Ok();
   }();
   if (!s.ok()) {
@@ -487,27 +607,32 @@ Status MemoryOps::find_changed(std::span<const device::CopyRegion> regions, uint
     if (work_chunks_ == 0) return Status::Ok();
     if (digests.size() < chunk_end_) {
       return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
-                   fmt::format("digest array holds {} entries; the regions need {}",
-                               digests.size(), chunk_end_));
+                   fmt::format("digest array holds {} entries; the regions need {}", digests.size(),
+                               chunk_end_));
     }
-    // The digests on the GPU serve when the caller's equal the shadow over every chunk range.
+    // The digests on the GPU serve when every chunk range lies where they mirror the shadow and
+    // the caller's digests equal the shadow there (the engine passes what snapshot() wrote).
     auto* shadow = static_cast<uint64_t*>(h_digests_.ptr);
-    bool on_device = digests_count_ >= chunk_end_;
+    bool on_device = true;
+    size_t v = 0;
     for (size_t i = 0; on_device && i < chunk_ranges_.size(); ++i) {
       const auto& r = chunk_ranges_[i];
-      on_device = std::memcmp(digests.data() + r.begin, shadow + r.begin,
+      while (v < digest_ranges_.size() && digest_ranges_[v].end <= r.begin) ++v;
+      on_device = v < digest_ranges_.size() && digest_ranges_[v].begin <= r.begin &&
+                  r.end <= digest_ranges_[v].end &&
+                  std::memcmp(digests.data() + r.begin, shadow + r.begin,
                               (r.end - r.begin) * sizeof(uint64_t)) == 0;
     }
     if (!on_device) {
       // Upload straight from the (pinned) shadow, which then mirrors the GPU copy again.
-      digests_count_ = 0;
+      digest_ranges_.clear();
       RETURN_IF_ERROR(ensure_device(&d_digests_, chunk_end_ * sizeof(uint64_t)));
-      RETURN_IF_ERROR(ensure_host(&h_digests_, chunk_end_ * sizeof(uint64_t)));
+      RETURN_IF_ERROR(ensure_host(&h_digests_, chunk_end_ * sizeof(uint64_t), /*mapped=*/true));
       shadow = static_cast<uint64_t*>(h_digests_.ptr);
       std::memcpy(shadow, digests.data(), chunk_end_ * sizeof(uint64_t));
       KR_MEM_CU(drv::api().cuMemcpyHtoDAsync(d_digests_.ptr, shadow, chunk_end_ * sizeof(uint64_t),
                                              stream_));
-      digests_count_ = chunk_end_;
+      digest_ranges_ = {ChunkRange{0, chunk_end_}};
     }
     const uint64_t words = (chunk_end_ + 31) / 32;
     RETURN_IF_ERROR(ensure_device(&d_bits_, words * sizeof(uint32_t)));
@@ -516,16 +641,21 @@ Status MemoryOps::find_changed(std::span<const device::CopyRegion> regions, uint
     memory_layout::ChunkParams p{};
     p.regions = reinterpret_cast<const RegionDesc*>(d_regions_.ptr);
     p.region_count = descs_.size();
-    p.work_chunks = work_chunks_;
+    p.work_begin = 0;
+    p.work_end = work_chunks_;
     p.digests = reinterpret_cast<uint64_t*>(d_digests_.ptr);
+    p.host_digests = nullptr;
     p.changed_bits = reinterpret_cast<uint32_t*>(d_bits_.ptr);
     p.chunk_shift = static_cast<uint32_t>(std::countr_zero(chunk_bytes));
     p.group_shift = chunk_bytes == 256 ? 4 : 5;
     const uint64_t per_warp = 32u >> p.group_shift;
-    RETURN_IF_ERROR(launch_locked(find_changed_[unroll_index()],
-                                  (work_chunks_ + per_warp - 1) / per_warp, &p));
-    KR_MEM_CU(drv::api().cuMemcpyDtoHAsync(h_bits_.ptr, d_bits_.ptr, words * sizeof(uint32_t),
-                                           stream_));
+    RETURN_IF_ERROR(time_begin_locked());
+    const auto& k = find_changed_[unroll_index()];
+    RETURN_IF_ERROR(
+        launch_locked(k, grid_blocks_locked(k, (work_chunks_ + per_warp - 1) / per_warp), &p));
+    RETURN_IF_ERROR(time_end_locked());
+    KR_MEM_CU(
+        drv::api().cuMemcpyDtoHAsync(h_bits_.ptr, d_bits_.ptr, words * sizeof(uint32_t), stream_));
     RETURN_IF_ERROR(sync_locked());
     const auto* bits = static_cast<const uint32_t*>(h_bits_.ptr);
     for (uint64_t w = 0; w < words; ++w) {
@@ -573,8 +703,9 @@ Status MemoryOps::restore(std::span<const device::CopyRegion> regions, uint64_t 
         }
       } else {
         for (uint64_t c : chunks) {
-          auto it = std::upper_bound(descs_.begin(), descs_.end(), c,
-                                     [](uint64_t v, const RegionDesc& d) { return v < d.first_chunk; });
+          auto it =
+              std::upper_bound(descs_.begin(), descs_.end(), c,
+                               [](uint64_t v, const RegionDesc& d) { return v < d.first_chunk; });
           if (it == descs_.begin() || !inside(*(it - 1), c)) return bad(c);
         }
       }
@@ -593,8 +724,11 @@ Status MemoryOps::restore(std::span<const device::CopyRegion> regions, uint64_t 
     // One warp step moves 32 lanes x unroll x 16 bytes.
     const uint32_t step_shift = static_cast<uint32_t>(std::countr_zero(512u * unroll()));
     p.tile_shift = std::min(shift, step_shift);
-    RETURN_IF_ERROR(launch_locked(restore_[unroll_index()],
-                                  uint64_t{chunks.size()} << (shift - p.tile_shift), &p));
+    RETURN_IF_ERROR(time_begin_locked());
+    const auto& k = restore_[unroll_index()];
+    RETURN_IF_ERROR(launch_locked(
+        k, grid_blocks_locked(k, uint64_t{chunks.size()} << (shift - p.tile_shift)), &p));
+    RETURN_IF_ERROR(time_end_locked());
     return sync_locked();
   }();
   if (!s.ok()) {
@@ -617,7 +751,7 @@ Status MemoryOps::fill_random(CUdeviceptr dst, uint64_t bytes, uint64_t seed) {
   RETURN_IF_ERROR(scope.status());
   RETURN_IF_ERROR(ensure_loaded_locked());
   memory_layout::FillParams p{dst, bytes, seed};
-  RETURN_IF_ERROR(launch_locked(fill_, (bytes + 4095) / 4096, &p));
+  RETURN_IF_ERROR(launch_locked(fill_, grid_blocks_locked(fill_, (bytes + 4095) / 4096), &p));
   return sync_locked();
 }
 
@@ -632,7 +766,7 @@ Result<uint64_t> MemoryOps::count_differences(CUdeviceptr a, CUdeviceptr b, uint
   RETURN_IF_ERROR(ensure_host(&h_count_, sizeof(uint64_t)));
   KR_MEM_CU(drv::api().cuMemsetD8Async(d_count_.ptr, 0, sizeof(uint64_t), stream_));
   memory_layout::DiffParams p{a, b, bytes, reinterpret_cast<unsigned long long*>(d_count_.ptr)};
-  RETURN_IF_ERROR(launch_locked(diff_, (bytes + 4095) / 4096, &p));
+  RETURN_IF_ERROR(launch_locked(diff_, grid_blocks_locked(diff_, (bytes + 4095) / 4096), &p));
   KR_MEM_CU(drv::api().cuMemcpyDtoHAsync(h_count_.ptr, d_count_.ptr, sizeof(uint64_t), stream_));
   RETURN_IF_ERROR(sync_locked());
   uint64_t count = 0;

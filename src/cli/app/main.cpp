@@ -1,0 +1,353 @@
+// The kreplay command: kreplay [options] -- app [args]
+//
+// Parses the options (cli/options.hpp) and input files into a run plan (cli/plan.hpp), then for
+// each planned run starts the application with kreplay's tool injected: KREPLAY_TOOL_LIBRARIES
+// names libkreplay_tool.so, KREPLAY_TOOL_CONFIG carries the run's ToolConfig, and (for CUDA
+// applications) CUDA_INJECTION64_PATH names libkreplay_cuda.so. It waits for the application and
+// exits with its exit code (128 + signal when it was killed). Application replay merges the runs'
+// databases into one. --list-avail and --pmc-check answer from the GPU, from a chip name with no
+// GPU, or from the host device.
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/host/hostrt.hpp"
+#include "cli/options.hpp"
+#include "cli/output_path.hpp"
+#include "cli/plan.hpp"
+#include "cli/tool_config.hpp"
+#include "common/logging.hpp"
+#include "common/util.hpp"
+#include "kreplay/kreplay.h"
+#include "output/writer.hpp"
+#if KREPLAY_CLI_HAVE_CUPTI
+#include "backends/cuda/cupti/profiler_host.hpp"
+#endif
+
+extern char** environ;  // NOLINT
+
+namespace kreplay::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+int fail(const std::string& message, int code = 2) {
+  std::fprintf(stderr, "==KREPLAY== error: %s\n", message.c_str());
+  return code;
+}
+
+// <prefix>/bin/kreplay → <prefix>/lib
+fs::path lib_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return exe.parent_path().parent_path() / "lib";
+}
+
+// ---- counters without running an application ----
+
+std::optional<std::string> local_gpu_chip() {
+#if KREPLAY_CLI_HAVE_CUPTI
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (cuda == nullptr) return std::nullopt;
+  using InitFn = int (*)(unsigned);
+  using CountFn = int (*)(int*);
+  auto init = reinterpret_cast<InitFn>(dlsym(cuda, "cuInit"));
+  auto count = reinterpret_cast<CountFn>(dlsym(cuda, "cuDeviceGetCount"));
+  int n = 0;
+  if (init == nullptr || count == nullptr || init(0) != 0 || count(&n) != 0 || n == 0)
+    return std::nullopt;
+  auto chip = cupti::ProfilerHost::device_chip_name(0);
+  if (chip.ok()) return *chip;
+#endif
+  return std::nullopt;
+}
+
+struct HostCounters {
+  std::vector<kreplay_counter_info_t> list;
+  uint32_t per_pass = 0;
+};
+
+Result<HostCounters> host_counters() {
+  RETURN_IF_ERROR(hostrt::init());
+  kreplay_agent_t agent{};
+  agent.size = sizeof(agent);
+  if (kreplay_query_agent(0, &agent) != KREPLAY_STATUS_SUCCESS)
+    return Error(KREPLAY_STATUS_ERROR, "the host device did not start");
+  HostCounters out;
+  out.per_pass = agent.counters_per_pass;
+  kreplay_iterate_agent_counters(
+      agent.id,
+      [](kreplay_agent_id_t, const kreplay_counter_info_t* c, size_t n, void* ud) {
+        auto* v = static_cast<std::vector<kreplay_counter_info_t>*>(ud);
+        v->assign(c, c + n);
+        return KREPLAY_STATUS_SUCCESS;
+      },
+      &out.list);
+  return out;
+}
+
+bool is_host_chip(const std::string& chip) { return chip == "HOSTDEV" || chip == "host"; }
+
+int list_avail(const std::optional<std::string>& chip_option) {
+  std::optional<std::string> chip = chip_option;
+  if (!chip) chip = local_gpu_chip();
+  if (!chip || is_host_chip(*chip)) {
+    auto c = host_counters();
+    if (!c.ok()) return fail(c.status().message());
+    if (!chip) {
+      std::printf("# No NVIDIA GPU found: the host device's counters (use --chip GH100 to list an "
+                  "H100/H200's counters without a GPU).\n");
+    }
+    std::printf("# host device (chip HOSTDEV): %zu counters, %u per pass\n", c->list.size(), c->per_pass);
+    for (const auto& i : c->list) std::printf("%-20s %-10s %s\n", i.name, i.unit, i.description);
+    return 0;
+  }
+#if KREPLAY_CLI_HAVE_CUPTI
+  auto host = cupti::ProfilerHost::shared(*chip);
+  if (!host.ok()) return fail(host.status().message());
+  auto metrics = (*host)->list_metrics();
+  if (!metrics.ok()) return fail(metrics.status().message());
+  std::printf("# chip %s: %zu base metrics; a full name adds a suffix (e.g. .sum, .avg, .max, "
+              ".pct_of_peak_sustained_elapsed)\n",
+              chip->c_str(), metrics->size());
+  for (const auto& m : *metrics) {
+    std::printf("%-70s %-10s %s\n", m.name.c_str(), m.unit.c_str(), m.description.c_str());
+  }
+  return 0;
+#else
+  return fail(fmt::format("this kreplay was built without CUDA; it cannot list chip '{}' (use "
+                          "--chip HOSTDEV for the host device)",
+                          *chip));
+#endif
+}
+
+int pmc_check(const std::optional<std::string>& chip_option, const std::vector<std::string>& names) {
+  std::optional<std::string> chip = chip_option;
+  if (!chip) chip = local_gpu_chip();
+  if (!chip || is_host_chip(*chip)) {
+    auto c = host_counters();
+    if (!c.ok()) return fail(c.status().message());
+    const char* const* ptrs = nullptr;
+    std::vector<const char*> v;
+    for (const auto& n : names) v.push_back(n.c_str());
+    ptrs = v.data();
+    kreplay_counter_config_id_t id{};
+    kreplay_status_t s = kreplay_create_counter_config({hostrt::testing::agent_of()}, ptrs, v.size(), &id);
+    if (s == KREPLAY_STATUS_SUCCESS) {
+      std::printf("==KREPLAY== %s fit one pass on the host device\n", fmt::format("{}", fmt::join(names, " ")).c_str());
+      return 0;
+    }
+    uint64_t passes = (names.size() + c->per_pass - 1) / std::max<uint32_t>(1, c->per_pass);
+    if (s == KREPLAY_STATUS_ERROR_EXCEEDS_HW_LIMIT) {
+      std::printf("==KREPLAY== %s need %llu passes on the host device (%u counters per pass)\n",
+                  fmt::format("{}", fmt::join(names, " ")).c_str(),
+                  static_cast<unsigned long long>(passes), c->per_pass);
+      return 1;
+    }
+    return fail(kreplay_get_last_error_message());
+  }
+#if KREPLAY_CLI_HAVE_CUPTI
+  auto host = cupti::ProfilerHost::shared(*chip);
+  if (!host.ok()) return fail(host.status().message());
+  auto passes = (*host)->pass_count(names);
+  if (!passes.ok()) return fail(passes.status().message());
+  if (*passes <= 1) {
+    std::printf("==KREPLAY== %s fit one pass on %s\n", fmt::format("{}", fmt::join(names, " ")).c_str(),
+                chip->c_str());
+    return 0;
+  }
+  std::printf("==KREPLAY== %s need %zu passes on %s (kreplay replays each kernel that many times)\n",
+              fmt::format("{}", fmt::join(names, " ")).c_str(), *passes, chip->c_str());
+  return 1;
+#else
+  return fail("this kreplay was built without CUDA; use --chip HOSTDEV");
+#endif
+}
+
+// ---- running the application ----
+
+pid_t g_child = 0;
+
+void forward_signal(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+struct RunResult {
+  int exit_code = 0;
+  pid_t pid = 0;
+};
+
+Result<RunResult> run_application(const std::vector<std::string>& command,
+                                  const std::vector<std::pair<std::string, std::string>>& env) {
+  pid_t pid = fork();
+  if (pid < 0) return Error(KREPLAY_STATUS_ERROR, std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);  // NOLINT: child only
+    std::vector<char*> argv;
+    for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));  // NOLINT
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "==KREPLAY== error: cannot run '%s': %s; check the application path\n",
+                 argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  g_child = pid;
+  struct sigaction sa {};
+  sa.sa_handler = &forward_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return Error(KREPLAY_STATUS_ERROR, std::string("waitpid: ") + std::strerror(errno));
+  }
+  g_child = 0;
+  RunResult r;
+  r.pid = pid;
+  if (WIFEXITED(status)) {
+    r.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    r.exit_code = 128 + WTERMSIG(status);
+    KR_NOTICE("the application was killed by signal {} ({})", WTERMSIG(status),
+              strsignal(WTERMSIG(status)));
+  }
+  return r;
+}
+
+// The database a run wrote, when its name can be known from the outside.
+std::optional<std::string> run_database(const ToolConfig& config, pid_t pid) {
+  if (std::find(config.output.formats.begin(), config.output.formats.end(), OutputFormat::kSqlite) ==
+      config.output.formats.end())
+    return std::nullopt;
+  auto ctx = ExpansionContext::current();
+  ctx.pid = pid;
+  ctx.ppid = getpid();
+  auto base = output_base_path(config.output, ctx);
+  if (!base.ok()) return std::nullopt;
+  std::string path = *base + "_results.db";
+  if (!fs::exists(path)) return std::nullopt;
+  return path;
+}
+
+// The tool cannot know the application's exit status (it runs inside it): record it here.
+void record_exit_code(const std::string& db, int code) {
+  sqlite3* h = nullptr;
+  if (sqlite3_open(db.c_str(), &h) == SQLITE_OK) {
+    std::string sql = fmt::format("UPDATE run SET exit_code = {};", code);
+    sqlite3_exec(h, sql.c_str(), nullptr, nullptr, nullptr);
+  }
+  sqlite3_close(h);
+}
+
+int run_plan(const RunPlan& plan) {
+  fs::path lib = lib_dir();
+  fs::path tool = lib / "libkreplay_tool.so";
+  if (!fs::exists(tool)) {
+    return fail(fmt::format("cannot find the profiler tool at {}; kreplay's lib/ folder must sit "
+                            "next to its bin/ folder",
+                            tool.string()));
+  }
+  fs::path cuda = lib / "libkreplay_cuda.so";
+  int last_code = 0;
+  pid_t first_pid = 0;
+  std::vector<std::string> databases;
+  for (size_t k = 0; k < plan.runs.size(); ++k) {
+    const auto& run = plan.runs[k];
+    std::vector<std::pair<std::string, std::string>> env;
+    std::string tools = tool.string();
+    if (const char* existing = std::getenv("KREPLAY_TOOL_LIBRARIES"); existing && *existing)  // NOLINT
+      tools += std::string(":") + existing;
+    env.emplace_back("KREPLAY_TOOL_LIBRARIES", tools);
+    std::string config_file;
+    if (auto inline_value = tool_config_inline_value(run.config)) {
+      env.emplace_back(kToolConfigEnv, *inline_value);
+    } else {
+      config_file = fmt::format("{}/kreplay-{}-{}.json", fs::temp_directory_path().string(), getpid(), k);
+      std::ofstream(config_file) << serialize_tool_config(run.config);
+      env.emplace_back(kToolConfigEnv, "@" + config_file);
+    }
+    if (fs::exists(cuda)) {
+      const char* current = std::getenv("CUDA_INJECTION64_PATH");  // NOLINT
+      if (current && *current && cuda.string() != current) {
+        KR_WARN("CUDA_INJECTION64_PATH was '{}'; kreplay replaces it with its own library", current);
+      }
+      env.emplace_back("CUDA_INJECTION64_PATH", cuda.string());
+    }
+    if (!plan.log_level.empty()) env.emplace_back("KREPLAY_LOG_LEVEL", plan.log_level);
+    if (plan.runs.size() > 1) KR_NOTICE("{}", run.label);
+    auto result = run_application(plan.command, env);
+    if (!config_file.empty()) fs::remove(config_file);
+    if (!result.ok()) return fail(result.status().message());
+    last_code = result->exit_code;
+    if (k == 0) first_pid = result->pid;
+    if (auto db = run_database(run.config, result->pid)) {
+      record_exit_code(*db, result->exit_code);
+      databases.push_back(*db);
+    }
+    if (result->exit_code == 127 && k == 0) return 127;  // the application could not be started
+  }
+  if (plan.runs.size() > 1 && databases.size() > 1) {
+    // Application replay: one database holding every run, each row knowing its pass. It goes
+    // where a single run's database would: the user's directory, named after the first run.
+    ToolConfig top = plan.runs.front().config;
+    const std::string suffix = "/pass_1";
+    if (top.output.directory.size() > suffix.size() &&
+        top.output.directory.compare(top.output.directory.size() - suffix.size(), suffix.size(),
+                                     suffix) == 0) {
+      top.output.directory.resize(top.output.directory.size() - suffix.size());
+    }
+    auto ctx = ExpansionContext::current();
+    ctx.pid = first_pid;
+    auto base = output_base_path(top.output, ctx);
+    std::string merged = base.ok() ? *base + "_results.db" : "kreplay_results.db";
+    fs::create_directories(fs::path(merged).parent_path());
+    Status s = output::merge_sqlite(databases, merged);
+    if (s.ok()) {
+      KR_NOTICE("all {} runs in one database: {}", plan.runs.size(), merged);
+    } else {
+      KR_ERROR("merging the runs' databases failed: {}", s.message());
+    }
+  }
+  return last_code;
+}
+
+}  // namespace
+}  // namespace kreplay::cli
+
+int main(int argc, char** argv) {
+  using namespace kreplay::cli;  // NOLINT
+  auto options = parse_command_line(argc, argv);
+  if (!options.ok()) return fail(options.status().message());
+  auto plan = make_run_plan(*options);
+  if (!plan.ok()) return fail(plan.status().message());
+  kreplay::log::Level level;
+  if (kreplay::log::parse_level(plan->log_level, &level)) kreplay::log::set_level(level);
+  for (const auto& w : plan->warnings) KR_WARN("{}", w);
+  switch (plan->action) {
+    case PlanAction::kHelp:
+      std::fputs(plan->help_text.c_str(), stdout);
+      return 0;
+    case PlanAction::kVersion:
+      std::printf("%s\n", version_text().c_str());
+      return 0;
+    case PlanAction::kListAvail:
+      return list_avail(plan->chip);
+    case PlanAction::kPmcCheck:
+      return pmc_check(plan->chip, plan->pmc_check);
+    case PlanAction::kRun:
+      return run_plan(*plan);
+  }
+  return 0;
+}

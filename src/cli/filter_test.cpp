@@ -1,0 +1,339 @@
+// Pins: the iteration-range grammar (good and bad), kernel-name forms, and the filter pipeline:
+// include then exclude then -k, iteration counts per kernel per logical launch, launch-skip and
+// launch-count over what passed, statistics, and thread safety.
+#include "cli/filter.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+namespace kreplay::cli {
+namespace {
+
+using Intervals = std::vector<std::pair<uint64_t, uint64_t>>;
+
+Intervals parse_ok(std::string_view text) {
+  auto r = IterationRange::Parse(text);
+  EXPECT_TRUE(r.ok()) << text << ": " << r.status().message();
+  return r.ok() ? r->intervals() : Intervals{};
+}
+
+std::string parse_error(std::string_view text) {
+  auto r = IterationRange::Parse(text);
+  EXPECT_FALSE(r.ok()) << text << " parsed";
+  return r.ok() ? "" : r.status().message();
+}
+
+TEST(IterationRange, EmptyMeansAll) {
+  for (std::string_view text : {"", "   "}) {
+    auto r = IterationRange::Parse(text);
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->all());
+    EXPECT_TRUE(r->contains(1));
+    EXPECT_TRUE(r->contains(1000000));
+    EXPECT_EQ(r->to_string(), "");
+  }
+}
+
+TEST(IterationRange, GrammarForms) {
+  EXPECT_EQ(parse_ok("3"), (Intervals{{3, 3}}));
+  EXPECT_EQ(parse_ok("2-4"), (Intervals{{2, 4}}));
+  EXPECT_EQ(parse_ok("[1-3, 5]"), (Intervals{{1, 3}, {5, 5}}));
+  EXPECT_EQ(parse_ok("[1, 2, [5-8]]"), (Intervals{{1, 2}, {5, 8}}));
+  EXPECT_EQ(parse_ok("[1-2]"), (Intervals{{1, 2}}));
+  EXPECT_EQ(parse_ok(" [ 7 , 1 - 2 ] "), (Intervals{{1, 2}, {7, 7}}));
+  EXPECT_EQ(parse_ok("[[[4]]]"), (Intervals{{4, 4}}));
+  EXPECT_EQ(parse_ok("5-5"), (Intervals{{5, 5}}));
+}
+
+TEST(IterationRange, MergesOverlapsAndNeighbours) {
+  EXPECT_EQ(parse_ok("[1-3, 2-6, 7, 10]"), (Intervals{{1, 7}, {10, 10}}));
+  EXPECT_EQ(parse_ok("[5, 4, 3]"), (Intervals{{3, 5}}));
+}
+
+TEST(IterationRange, Contains) {
+  auto r = IterationRange::Parse("[1-3, 5, [8-9]]");
+  ASSERT_TRUE(r.ok());
+  for (uint64_t n : {1, 2, 3, 5, 8, 9}) EXPECT_TRUE(r->contains(n)) << n;
+  for (uint64_t n : {0, 4, 6, 7, 10, 100}) EXPECT_FALSE(r->contains(n)) << n;
+  EXPECT_EQ(r->to_string(), "[1-3, 5, 8-9]");
+}
+
+TEST(IterationRange, LargeNumbers) {
+  EXPECT_EQ(parse_ok("18446744073709551615"),
+            (Intervals{{18446744073709551615ull, 18446744073709551615ull}}));
+  EXPECT_NE(parse_error("18446744073709551616").find("too large"), std::string::npos);
+}
+
+TEST(IterationRange, ErrorsNameTextPositionAndGrammar) {
+  std::string m = parse_error("[1-");
+  EXPECT_NE(m.find("\"[1-\""), std::string::npos) << m;
+  EXPECT_NE(m.find("expected a launch number at the end"), std::string::npos) << m;
+  EXPECT_NE(m.find("\"[1-3, 5]\""), std::string::npos) << m;  // the example
+  EXPECT_EQ(m.find('\n'), std::string::npos);
+
+  m = parse_error("[1-3; 5]");
+  EXPECT_NE(m.find("expected ',' or ']', found ';' at column 5"), std::string::npos) << m;
+  EXPECT_NE(parse_error("0").find("launch numbers start at 1"), std::string::npos);
+  EXPECT_NE(parse_error("4-2").find("4-2 is reversed (write 2-4)"), std::string::npos);
+  EXPECT_NE(parse_error("[]").find("empty list"), std::string::npos);
+  EXPECT_NE(parse_error("[1, 2").find("missing ']'"), std::string::npos);
+  EXPECT_NE(parse_error("[1,]").find("expected a launch number"), std::string::npos);
+  EXPECT_NE(parse_error("1 2").find("unexpected '2'"), std::string::npos);
+  EXPECT_NE(parse_error("-3").find("expected a launch number, found '-'"), std::string::npos);
+  EXPECT_NE(parse_error("first").find("found 'f'"), std::string::npos);
+  EXPECT_NE(parse_error("3-").find("at the end"), std::string::npos);
+  EXPECT_NE(
+      parse_error(std::string(40, '[') + "1" + std::string(40, ']')).find("nested too deeply"),
+      std::string::npos);
+}
+
+TEST(KernelNames, FunctionName) {
+  EXPECT_EQ(kernel_function_name("square(float*, int)"), "square");
+  EXPECT_EQ(kernel_function_name("void ns::gemm<float, 4>(float const*, float*, int)"),
+            "ns::gemm<float, 4>");
+  EXPECT_EQ(kernel_function_name("void (anonymous namespace)::k<int>(int)"),
+            "(anonymous namespace)::k<int>");
+  EXPECT_EQ(kernel_function_name("void at::native::elementwise_kernel<128, 4, "
+                                 "at::native::gpu_kernel_impl<at::native::AbsFunctor<float> >("
+                                 "at::TensorIteratorBase&, at::native::AbsFunctor<float> const&)::"
+                                 "{lambda(int)#1}>(int, at::native::gpu_kernel_impl<at::native::"
+                                 "AbsFunctor<float> >(at::TensorIteratorBase&, at::native::"
+                                 "AbsFunctor<float> const&)::{lambda(int)#1})"),
+            "at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native::"
+            "AbsFunctor<float> >(at::TensorIteratorBase&, at::native::AbsFunctor<float> const&)::"
+            "{lambda(int)#1}>");
+  EXPECT_EQ(kernel_function_name("plain_c_kernel"), "plain_c_kernel");
+  EXPECT_EQ(kernel_function_name(""), "");
+  EXPECT_EQ(kernel_function_name("Foo::operator()(int)"), "Foo::operator()");
+}
+
+TEST(KernelNames, Forms) {
+  auto forms = kernel_name_forms("", "_ZN2ns4gemmIfEEvPfi");
+  EXPECT_EQ(forms,
+            (std::vector<std::string>{"_ZN2ns4gemmIfEEvPfi", "void ns::gemm<float>(float*, int)",
+                                      "ns::gemm<float>", "ns::gemm", "gemm"}));
+  forms = kernel_name_forms("k", "");
+  EXPECT_EQ(forms, (std::vector<std::string>{"k"}));
+}
+
+KernelFilter make(const FilterOptions& o) {
+  auto f = KernelFilter::Create(o);
+  EXPECT_TRUE(f.ok()) << f.status().message();
+  return std::move(f).value();
+}
+
+constexpr const char* kGemmMangled = "_ZN2ns4gemmIfEEvPfi";
+constexpr const char* kGemm = "void ns::gemm<float>(float*, int)";
+constexpr const char* kNaiveMangled = "_Z10gemm_naivePfi";
+constexpr const char* kNaive = "gemm_naive(float*, int)";
+constexpr const char* kConvMangled = "_Z4convPf";
+constexpr const char* kConv = "conv(float*)";
+
+TEST(KernelFilter, NoFilterSelectsEverything) {
+  KernelFilter f = make({});
+  EXPECT_TRUE(f.selects_everything());
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(f.select(kConv, kConvMangled));
+  EXPECT_EQ(f.stats().selected, 5u);
+  EXPECT_EQ(f.stats().kernels_seen, 1u);
+  EXPECT_FALSE(f.exhausted());
+}
+
+TEST(KernelFilter, IncludeIsPartialMatchOnDemangledName) {
+  KernelFilter f = make(FilterOptions{.include_regex = "gemm"});
+  EXPECT_FALSE(f.selects_everything());
+  EXPECT_TRUE(f.select(kGemm, kGemmMangled));
+  EXPECT_TRUE(f.select(kNaive, kNaiveMangled));
+  EXPECT_FALSE(f.select(kConv, kConvMangled));
+  // The demangled name is matched, so a pattern on its parameter list works.
+  KernelFilter params = make(FilterOptions{.include_regex = "\\(float\\*, int\\)"});
+  EXPECT_TRUE(params.select(kGemm, kGemmMangled));
+  EXPECT_FALSE(params.select(kConv, kConvMangled));
+}
+
+TEST(KernelFilter, ExcludeAppliesAfterInclude) {
+  KernelFilter f = make(FilterOptions{.include_regex = "gemm", .exclude_regex = "naive"});
+  EXPECT_TRUE(f.select(kGemm, kGemmMangled));
+  EXPECT_FALSE(f.select(kNaive, kNaiveMangled));
+  EXPECT_FALSE(f.select(kConv, kConvMangled));
+  // Exclude alone: everything but the matches.
+  KernelFilter g = make(FilterOptions{.exclude_regex = "naive"});
+  EXPECT_TRUE(g.select(kConv, kConvMangled));
+  EXPECT_FALSE(g.select(kNaive, kNaiveMangled));
+}
+
+TEST(KernelFilter, DemangledNameDerivedWhenMissing) {
+  KernelFilter f = make(FilterOptions{.include_regex = "^void ns::gemm<float>"});
+  EXPECT_TRUE(f.select("", kGemmMangled));
+  EXPECT_TRUE(f.matches_name("", kGemmMangled));
+}
+
+TEST(KernelFilter, KernelNameIsExact) {
+  for (std::string name : {"gemm", "ns::gemm", "ns::gemm<float>", kGemm, kGemmMangled}) {
+    KernelFilter f = make(FilterOptions{.kernel_name = name});
+    EXPECT_TRUE(f.select(kGemm, kGemmMangled)) << name;
+    EXPECT_FALSE(f.select(kNaive, kNaiveMangled)) << name;  // gemm_naive is not gemm
+  }
+  for (std::string name : {"gem", "ns::gemm<int>", "void ns::gemm<float>"}) {
+    KernelFilter f = make(FilterOptions{.kernel_name = name});
+    EXPECT_FALSE(f.select(kGemm, kGemmMangled)) << name;
+  }
+}
+
+TEST(KernelFilter, KernelNameRegex) {
+  KernelFilter f = make(FilterOptions{.kernel_name = "regex:^gemm"});
+  EXPECT_TRUE(f.select(kGemm, kGemmMangled));    // the bare name "gemm" starts with gemm
+  EXPECT_TRUE(f.select(kNaive, kNaiveMangled));  // so does gemm_naive
+  EXPECT_FALSE(f.select(kConv, kConvMangled));
+  KernelFilter anchored = make(FilterOptions{.kernel_name = "regex:^gemm$"});
+  EXPECT_TRUE(anchored.select(kGemm, kGemmMangled));
+  EXPECT_FALSE(anchored.select(kNaive, kNaiveMangled));
+}
+
+TEST(KernelFilter, NameStagesCombine) {
+  KernelFilter f = make(FilterOptions{.include_regex = "gemm", .kernel_name = "gemm_naive"});
+  EXPECT_FALSE(f.select(kGemm, kGemmMangled));
+  EXPECT_TRUE(f.select(kNaive, kNaiveMangled));
+}
+
+TEST(KernelFilter, IterationsCountPerKernelPerLogicalLaunch) {
+  KernelFilter f = make(FilterOptions{.iteration_range = "[2-3, 5]"});
+  std::vector<bool> gemm, conv;
+  for (int launch = 1; launch <= 6; ++launch) {
+    gemm.push_back(f.select(kGemm, kGemmMangled));
+    conv.push_back(f.select(kConv, kConvMangled));
+  }
+  std::vector<bool> expected = {false, true, true, false, true, false};
+  EXPECT_EQ(gemm, expected);
+  EXPECT_EQ(conv, expected);  // each kernel has its own count
+  FilterStats s = f.stats();
+  EXPECT_EQ(s.selected, 6u);
+  EXPECT_EQ(s.rejected_by_iteration, 6u);
+  EXPECT_EQ(s.kernels_seen, 2u);
+}
+
+TEST(KernelFilter, IterationsCountOnlyNameMatches) {
+  KernelFilter f = make(FilterOptions{.include_regex = "gemm", .iteration_range = "2"});
+  EXPECT_FALSE(f.select(kConv, kConvMangled));
+  EXPECT_FALSE(f.select(kGemm, kGemmMangled));  // gemm launch 1
+  EXPECT_FALSE(f.select(kConv, kConvMangled));
+  EXPECT_TRUE(f.select(kGemm, kGemmMangled));  // gemm launch 2
+  EXPECT_EQ(f.stats().rejected_by_name, 2u);
+}
+
+// The tool calls select() once per logical launch (at CONFIG); replay passes never call it. A
+// launch replayed three times therefore advances the iteration count once: simulate a tool that
+// plans 3 passes per selected launch and check the counts follow launches, not passes.
+TEST(KernelFilter, ReplayPassesDoNotAdvanceIterations) {
+  KernelFilter f = make(FilterOptions{.iteration_range = "[1, 3]"});
+  int passes_run = 0;
+  std::vector<int> selected_launches;
+  for (int launch = 1; launch <= 4; ++launch) {
+    bool selected = f.select(kGemm, kGemmMangled);  // CONFIG: once
+    int passes = selected ? 3 : 1;
+    for (int p = 0; p < passes; ++p) ++passes_run;  // the passes: no select() here
+    if (selected) selected_launches.push_back(launch);
+  }
+  EXPECT_EQ(selected_launches, (std::vector<int>{1, 3}));
+  EXPECT_EQ(passes_run, 3 + 1 + 3 + 1);
+  EXPECT_EQ(f.stats().selected + f.stats().not_selected, 4u);
+}
+
+TEST(KernelFilter, LaunchSkipAndCountFollowNcu) {
+  KernelFilter f = make(FilterOptions{.launch_skip = 2, .launch_count = 3});
+  std::vector<bool> got;
+  for (int i = 0; i < 7; ++i)
+    got.push_back(f.select(i % 2 ? kGemm : kConv, i % 2 ? kGemmMangled : kConvMangled));
+  EXPECT_EQ(got, (std::vector<bool>{false, false, true, true, true, false, false}));
+  EXPECT_TRUE(f.exhausted());
+  EXPECT_EQ(f.stats().rejected_by_window, 4u);
+}
+
+TEST(KernelFilter, LaunchSkipCountsOnlyNameMatches) {
+  KernelFilter f = make(FilterOptions{.kernel_name = "gemm", .launch_skip = 1, .launch_count = 1});
+  EXPECT_FALSE(f.select(kConv, kConvMangled));  // not a match: not counted
+  EXPECT_FALSE(f.select(kGemm, kGemmMangled));  // match 1: skipped
+  EXPECT_FALSE(f.select(kConv, kConvMangled));
+  EXPECT_TRUE(f.select(kGemm, kGemmMangled));   // match 2: profiled
+  EXPECT_FALSE(f.select(kGemm, kGemmMangled));  // count reached
+  FilterStats s = f.stats();
+  EXPECT_EQ(s.selected, 1u);
+  EXPECT_EQ(s.rejected_by_name, 2u);
+  EXPECT_EQ(s.rejected_by_window, 2u);
+  EXPECT_EQ(s.not_selected, 4u);
+}
+
+TEST(KernelFilter, WindowCountsLaunchesInsideTheIterationRange) {
+  KernelFilter f = make(FilterOptions{.iteration_range = "2-10", .launch_count = 1});
+  EXPECT_FALSE(f.select(kGemm, kGemmMangled));  // iteration 1: outside the range
+  EXPECT_TRUE(f.select(kGemm, kGemmMangled));   // iteration 2: the first in range
+  EXPECT_FALSE(f.select(kGemm, kGemmMangled));
+}
+
+TEST(KernelFilter, ErrorsAreOneClearLine) {
+  auto bad_include = KernelFilter::Create(FilterOptions{.include_regex = "gemm("});
+  ASSERT_FALSE(bad_include.ok());
+  std::string m = bad_include.status().message();
+  EXPECT_NE(m.find("--kernel-include-regex \"gemm(\" is not a valid regular expression"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("missing )"), std::string::npos) << m;  // RE2's own words
+  EXPECT_NE(m.find("RE2 syntax"), std::string::npos) << m;
+
+  auto bad_exclude = KernelFilter::Create(FilterOptions{.exclude_regex = "[a-"});
+  ASSERT_FALSE(bad_exclude.ok());
+  EXPECT_NE(bad_exclude.status().message().find("--kernel-exclude-regex"), std::string::npos);
+
+  auto bad_k = KernelFilter::Create(FilterOptions{.kernel_name = "regex:*x"});
+  ASSERT_FALSE(bad_k.ok());
+  EXPECT_NE(bad_k.status().message().find("--kernel-name regex:"), std::string::npos);
+
+  auto empty_k = KernelFilter::Create(FilterOptions{.kernel_name = "regex:"});
+  ASSERT_FALSE(empty_k.ok());
+  EXPECT_NE(empty_k.status().message().find("has no expression"), std::string::npos);
+
+  auto bad_range = KernelFilter::Create(FilterOptions{.iteration_range = "[1-"});
+  ASSERT_FALSE(bad_range.ok());
+  EXPECT_NE(bad_range.status().message().find("bad kernel iteration range"), std::string::npos);
+
+  EXPECT_TRUE(validate_filter_options(FilterOptions{.include_regex = "a|b"}).ok());
+  EXPECT_FALSE(validate_filter_options(FilterOptions{.include_regex = std::string(1, '(')}).ok());
+  EXPECT_FALSE(check_kernel_regex("(", "kernel_include_regex").ok());
+  EXPECT_NE(check_kernel_regex("(", "kernel_include_regex").message().find("kernel_include_regex"),
+            std::string::npos);
+}
+
+TEST(KernelFilter, ThreadSafeAndCountsEveryLaunchOnce) {
+  KernelFilter f = make(FilterOptions{.include_regex = "gemm", .launch_count = 1000});
+  constexpr int kThreads = 8;
+  constexpr int kLaunches = 500;
+  std::atomic<int> selected{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kLaunches; ++i) {
+        bool gemm = (i + t) % 2 == 0;
+        if (f.select(gemm ? kGemm : kConv, gemm ? kGemmMangled : kConvMangled)) ++selected;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  FilterStats s = f.stats();
+  EXPECT_EQ(s.selected + s.not_selected, static_cast<uint64_t>(kThreads * kLaunches));
+  EXPECT_EQ(s.selected, 1000u);
+  EXPECT_EQ(selected.load(), 1000);
+  EXPECT_EQ(s.rejected_by_name, static_cast<uint64_t>(kThreads * kLaunches / 2));
+  EXPECT_EQ(s.kernels_seen, 2u);
+  EXPECT_TRUE(f.exhausted());
+}
+
+TEST(KernelFilter, IsMovable) {
+  KernelFilter f = make(FilterOptions{.launch_count = 1});
+  KernelFilter g = std::move(f);
+  EXPECT_TRUE(g.select(kConv, kConvMangled));
+  EXPECT_FALSE(g.select(kConv, kConvMangled));
+}
+
+}  // namespace
+}  // namespace kreplay::cli

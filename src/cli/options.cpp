@@ -1,0 +1,526 @@
+#include "cli/options.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+#include "cli/filter.hpp"
+#include "cli/output_path.hpp"
+#include "cli/text.hpp"
+#include "common/util.hpp"
+#include "kreplay/kreplay.h"
+
+namespace kreplay::cli {
+namespace {
+
+constexpr const char* kSeeHelp = "run kreplay --help for the options";
+
+// Everything as CLI11 leaves it; checked and converted by to_options().
+struct Raw {
+  std::vector<std::vector<std::string>> pmc;
+  std::vector<std::string> metrics;
+  std::string replay_mode, range_markers, replay_memory;
+  bool beta = false;
+  std::string include, exclude, kernel_name, iteration_range, launch_skip, launch_count;
+  std::string output_directory, output_file;
+  std::vector<std::string> output_format;
+  bool kernel_trace = false, summary = false, gzip = false;
+  std::string input;
+  bool list_avail = false;
+  std::vector<std::string> pmc_check;
+  std::string chip;
+  std::string log_level;
+  bool quiet = false, version = false;
+};
+
+Status invalid(std::string message) {
+  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, std::move(message));
+}
+
+// Help within 100 columns: CLI11 2.1 does not wrap option descriptions, so wrap them here.
+constexpr size_t kHelpWidth = 100;
+constexpr size_t kHelpColumn = 32;
+
+std::string wrap(const std::string& text, size_t width) {
+  std::string out;
+  size_t line = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t end = text.find(' ', i);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(i, end - i);
+    if (line > 0 && line + 1 + word.size() > width) {
+      out += '\n';
+      line = 0;
+    } else if (line > 0) {
+      out += ' ';
+      ++line;
+    }
+    out += word;
+    line += word.size();
+    i = end + 1;
+  }
+  return out;
+}
+
+class Formatter : public CLI::Formatter {
+ public:
+  Formatter() { column_width(kHelpColumn); }
+
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return "\nUsage: kreplay [OPTIONS] -- APP [ARGS...]\n"
+           "       kreplay --list-avail [--chip NAME]\n"
+           "       kreplay --pmc-check COUNTER... [--chip NAME]\n";
+  }
+
+  std::string make_option(const CLI::Option* opt, bool is_positional) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, make_option_name(opt, is_positional) + make_option_opts(opt),
+                             wrap(make_option_desc(opt), kHelpWidth - kHelpColumn), kHelpColumn);
+    return out.str();
+  }
+};
+
+constexpr const char* kDescription =
+    "kreplay: a kernel-replay profiler for CUDA applications.\n"
+    "Runs APP with the profiler injected. Each selected kernel launch is replayed in place, once\n"
+    "per pass, with device memory restored between passes, so every counter group sees the same\n"
+    "inputs and the application sees exactly one execution.";
+
+constexpr const char* kFooter =
+    "Examples:\n"
+    "  kreplay --pmc sm__cycles_elapsed.avg smsp__inst_executed.sum -- ./app\n"
+    "      one counter group, one run, no replay\n"
+    "  kreplay --pmc sm__cycles_elapsed.avg --pmc dram__bytes_read.sum -- ./app\n"
+    "      two groups: each launch is replayed twice in one run (--replay-mode kernel)\n"
+    "  kreplay --pmc A --pmc B --replay-mode application -d out -- ./app\n"
+    "      two groups, two full runs of the application, in out/pass_1/ and out/pass_2/\n"
+    "  kreplay --metrics sm__throughput.avg.pct_of_peak_sustained_elapsed -k regex:gemm \\\n"
+    "          --launch-skip 10 --launch-count 5 -- ./app --size 4096\n"
+    "      metrics on launches 11-15 of the kernels whose names contain gemm\n"
+    "  kreplay -i jobs.yaml -- ./app\n"
+    "      the jobs of an input file (schema: share/kreplay/input-schema.json)\n"
+    "  kreplay --list-avail --chip GH100\n"
+    "      the counters of a chip, no GPU needed\n"
+    "\n"
+    "Output names may use %hostname%, %pid%, %ppid%, %rank%, %q{VAR}, %env{VAR}%, %h, %p and %%.\n"
+    "The default is -d . -o %hostname%/%pid%, giving ./<host>/<pid>_results.db.";
+
+void add_options(CLI::App& app, Raw& r) {
+  app.formatter(std::make_shared<Formatter>());
+  app.footer(kFooter);
+
+  const char* counters = "Counters";
+  app.add_option("--pmc", r.pmc,
+                 "A counter group (names separated by blanks or commas). Repeat for more "
+                 "groups; each group is one pass")
+      ->delimiter(',')
+      ->expected(1, -1)
+      ->allow_extra_args()
+      ->type_name("COUNTER")
+      ->group(counters);
+  app.add_option("--metrics", r.metrics,
+                 "Metrics to collect (comma list); split into passes automatically")
+      ->delimiter(',')
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("M1,M2,...")
+      ->group(counters);
+
+  const char* replay = "Replay";
+  app.add_option("--replay-mode", r.replay_mode,
+                 "kernel: replay each launch in place (default when more than one pass is "
+                 "needed); application: re-run the application once per pass; range: replay "
+                 "ranges of launches")
+      ->type_name("kernel|application|range")
+      ->group(replay);
+  app.add_option("--range-markers", r.range_markers,
+                 "With --replay-mode range: close ranges at cudaProfilerStart/Stop or at the ends "
+                 "of the NVTX range NAME")
+      ->type_name("cuda-profiler|nvtx:NAME")
+      ->group(replay);
+  app.add_option("--replay-memory", r.replay_memory,
+                 "Memory restored between passes: all tracked memory (default) or only what the "
+                 "launch's arguments point into")
+      ->type_name("all|args")
+      ->group(replay);
+  app.add_flag("--kernel-replay-beta-enabled", r.beta,
+               "Accepted and ignored, so rocprofv3 command lines work unchanged")
+      ->group(replay);
+
+  const char* select = "Kernel selection";
+  app.add_option("--kernel-include-regex", r.include,
+                 "Profile kernels whose demangled name matches this RE2 regex (partial match)")
+      ->type_name("REGEX")
+      ->group(select);
+  app.add_option("--kernel-exclude-regex", r.exclude,
+                 "Then skip kernels whose demangled name matches this regex")
+      ->type_name("REGEX")
+      ->group(select);
+  app.add_option("-k,--kernel-name", r.kernel_name,
+                 "Profile kernels with exactly this name (function name, demangled or mangled), "
+                 "or matching regex:EXPR")
+      ->type_name("NAME|regex:EXPR")
+      ->group(select);
+  app.add_option("--kernel-iteration-range", r.iteration_range,
+                 "Launches of each kernel to profile, 1-based, e.g. \"[1-3, 5]\" or 2-4")
+      ->type_name("RANGE")
+      ->group(select);
+  app.add_option("--launch-skip", r.launch_skip,
+                 "Skip the first N launches that pass the filters above")
+      ->type_name("N")
+      ->group(select);
+  app.add_option("--launch-count", r.launch_count, "Then profile at most N launches")
+      ->type_name("N")
+      ->group(select);
+
+  const char* output = "Output";
+  app.add_option("-d,--output-directory", r.output_directory,
+                 "Directory for the outputs (default: the current directory)")
+      ->type_name("DIR")
+      ->group(output);
+  app.add_option("-o,--output-file", r.output_file,
+                 "Output file name, without extension (default: %hostname%/%pid%)")
+      ->type_name("NAME")
+      ->group(output);
+  app.add_option("--output-format", r.output_format,
+                 "Formats to write, comma list of sqlite, csv, json, perfetto (default: sqlite)")
+      ->delimiter(',')
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("FMT,...")
+      ->group(output);
+  app.add_flag("--output-gzip", r.gzip, "Compress the json and perfetto outputs")->group(output);
+  app.add_flag("--kernel-trace", r.kernel_trace, "Also write one record per kernel execution")
+      ->group(output);
+  app.add_flag("-S,--summary", r.summary, "Print and write a summary table per kernel")
+      ->group(output);
+
+  const char* input = "Input files";
+  app.add_option("-i,--input", r.input,
+                 "Read jobs from a JSON or YAML file (see share/kreplay/input-schema.json)")
+      ->type_name("FILE")
+      ->group(input);
+
+  const char* discover = "Counter discovery (no application)";
+  app.add_flag("--list-avail", r.list_avail, "List the counters and metrics, then exit")
+      ->group(discover);
+  app.add_option("--pmc-check", r.pmc_check, "Check that these counters fit in one pass, then exit")
+      ->delimiter(',')
+      ->expected(1, -1)
+      ->allow_extra_args()
+      ->type_name("COUNTER")
+      ->group(discover);
+  app.add_option("--chip", r.chip,
+                 "With --list-avail or --pmc-check: the chip to ask about (e.g. GH100), so no GPU "
+                 "is needed")
+      ->type_name("NAME")
+      ->group(discover);
+
+  const char* general = "General";
+  app.add_option("--log-level", r.log_level,
+                 "quiet, error, warning (default), info, debug or trace")
+      ->type_name("LEVEL")
+      ->group(general);
+  app.add_flag("-q,--quiet", r.quiet, "Print only errors")->group(general);
+  app.add_flag("--version", r.version, "Print the version and exit")->group(general);
+  // Re-created here so that it is listed last, under General.
+  app.set_help_flag("-h,--help", "Print this help and exit")->group(general);
+}
+
+std::vector<std::string> option_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
+    for (const std::string& n : opt->get_snames()) names.push_back("-" + n);
+  }
+  return names;
+}
+
+// "--launch-skip 12" -> 12.
+Result<uint64_t> parse_count(std::string_view flag, const std::string& text, uint64_t minimum) {
+  uint64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
+    return invalid(fmt::format("{}: \"{}\" is not a {} integer; write e.g. {} {}", flag,
+                               printable(text), minimum > 0 ? "positive" : "non-negative", flag,
+                               minimum > 0 ? 5 : 10));
+  }
+  if (value < minimum) {
+    return invalid(
+        fmt::format("{}: must be at least {}; leave it out for no limit", flag, minimum));
+  }
+  return value;
+}
+
+// CLI11's own errors, reworded where they are terse.
+Status from_cli11(const CLI::ParseError& e) {
+  std::string what = printable(e.what(), 300);
+  size_t colon = what.find(": ");
+  std::string name = colon == std::string::npos ? "" : what.substr(0, colon);
+  if (what.find("At Most") != std::string::npos && !name.empty()) {
+    return invalid(
+        fmt::format("{} is given more than once; give it once (repeat only --pmc, "
+                    "--metrics, --output-format and --pmc-check)",
+                    name));
+  }
+  if (what.find("required") != std::string::npos && what.find("missing") != std::string::npos &&
+      !name.empty()) {
+    return invalid(fmt::format("{} needs a value; {}", name, kSeeHelp));
+  }
+  return invalid(fmt::format("{}; {}", what, kSeeHelp));
+}
+
+Status check_extras(const CLI::App& app) {
+  std::vector<std::string> extras = app.remaining();
+  if (extras.empty()) return Status::Ok();
+  const std::string& first = extras.front();
+  if (first.size() > 1 && first[0] == '-') {
+    std::string name = printable(first.substr(0, first.find('=')));
+    std::string close = closest_name(name, option_names(app));
+    std::string hint = close.empty() ? "" : fmt::format(" (did you mean {}?)", close);
+    return invalid(
+        fmt::format("unknown option {}{}; {}; the application's own options go after "
+                    "--",
+                    name, hint, kSeeHelp));
+  }
+  return invalid(
+      fmt::format("unexpected argument \"{}\": the application and its arguments go "
+                  "after --, e.g. kreplay [options] -- {} ...",
+                  printable(first), printable(first)));
+}
+
+Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::string> command) {
+  CliOptions o;
+  RunSettings& s = o.settings;
+  auto given = [&](const char* name) { return app.count(name) > 0; };
+  o.command = std::move(command);
+
+  // Counters.
+  for (auto& group : r.pmc) {
+    RETURN_IF_ERROR(check_counter_names("--pmc", group));
+    o.pmc.push_back(std::move(group));
+  }
+  if (given("--metrics")) {
+    RETURN_IF_ERROR(check_counter_names("--metrics", r.metrics));
+    s.metrics = r.metrics;
+  }
+
+  // Replay.
+  if (given("--replay-mode")) {
+    ASSIGN_OR_RETURN(s.replay_mode, parse_replay_mode_value("--replay-mode", r.replay_mode));
+  }
+  if (given("--range-markers")) {
+    RETURN_IF_ERROR(check_range_markers("--range-markers", r.range_markers));
+    if (s.replay_mode && *s.replay_mode != ReplayMode::kRange) {
+      return invalid(
+          fmt::format("--range-markers applies to --replay-mode range, not {}; use "
+                      "--replay-mode range or drop --range-markers",
+                      to_string(*s.replay_mode)));
+    }
+    s.range_markers = r.range_markers;
+  }
+  if (given("--replay-memory")) {
+    ASSIGN_OR_RETURN(s.replay_memory,
+                     parse_replay_memory_value("--replay-memory", r.replay_memory));
+  }
+  o.kernel_replay_beta_enabled = r.beta;
+
+  // Kernel selection.
+  if (given("--kernel-include-regex")) {
+    RETURN_IF_ERROR(check_kernel_regex(r.include, "--kernel-include-regex"));
+    s.kernel_include_regex = r.include;
+  }
+  if (given("--kernel-exclude-regex")) {
+    RETURN_IF_ERROR(check_kernel_regex(r.exclude, "--kernel-exclude-regex"));
+    s.kernel_exclude_regex = r.exclude;
+  }
+  if (given("--kernel-name")) {
+    FilterOptions probe;
+    probe.kernel_name = r.kernel_name;
+    RETURN_IF_ERROR(validate_filter_options(probe));
+    s.kernel_name = r.kernel_name;
+  }
+  if (given("--kernel-iteration-range")) {
+    auto range = IterationRange::Parse(r.iteration_range);
+    if (!range.ok()) {
+      return invalid(fmt::format("--kernel-iteration-range: {}", range.status().message()));
+    }
+    s.kernel_iteration_range = r.iteration_range;
+  }
+  if (given("--launch-skip")) {
+    ASSIGN_OR_RETURN(s.launch_skip, parse_count("--launch-skip", r.launch_skip, 0));
+  }
+  if (given("--launch-count")) {
+    ASSIGN_OR_RETURN(s.launch_count, parse_count("--launch-count", r.launch_count, 1));
+  }
+
+  // Output.
+  auto output_name = [&](const char* flag, const std::string& text, const char* example,
+                         std::optional<std::string>* out) -> Status {
+    if (!given(flag)) return Status::Ok();
+    if (text.empty())
+      return invalid(fmt::format("{} is empty; give a name such as {}", flag, example));
+    Status st = validate_output_template(text);
+    if (!st.ok()) return invalid(fmt::format("{}: {}", flag, st.message()));
+    *out = text;
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(
+      output_name("--output-directory", r.output_directory, "out", &s.output_directory));
+  RETURN_IF_ERROR(output_name("--output-file", r.output_file, "%hostname%/%pid%", &s.output_file));
+  if (given("--output-format")) {
+    std::vector<std::string> items;
+    for (const std::string& item : r.output_format) {
+      for (std::string& part : split_list(item)) items.push_back(std::move(part));
+    }
+    ASSIGN_OR_RETURN(s.output_format, parse_output_formats("--output-format", items));
+  }
+  if (given("--output-gzip")) s.output_gzip = r.gzip;
+  if (given("--kernel-trace")) s.kernel_trace = r.kernel_trace;
+  if (given("--summary")) s.summary = r.summary;
+
+  // General.
+  if (given("--log-level") && given("--quiet")) {
+    return invalid("-q/--quiet and --log-level both set the log level; give one of them");
+  }
+  if (given("--log-level")) {
+    RETURN_IF_ERROR(check_log_level("--log-level", r.log_level));
+    s.log_level = r.log_level;
+  }
+  if (r.quiet) {
+    o.quiet = true;
+    s.log_level = "quiet";
+  }
+
+  // Input file.
+  if (given("--input")) {
+    if (r.input.empty())
+      return invalid("-i/--input is empty; give the path of a JSON or YAML file");
+    o.input_file = r.input;
+  }
+
+  // Discovery modes.
+  o.list_avail = r.list_avail;
+  if (given("--pmc-check")) {
+    RETURN_IF_ERROR(check_counter_names("--pmc-check", r.pmc_check));
+    o.pmc_check = r.pmc_check;
+  }
+  if (given("--chip")) {
+    if (r.chip.empty()) return invalid("--chip is empty; give a chip name such as GH100");
+    o.chip = r.chip;
+  }
+  const bool discovery = o.list_avail || !o.pmc_check.empty();
+  if (o.list_avail && !o.pmc_check.empty()) {
+    return invalid("--list-avail and --pmc-check are two separate commands; give one of them");
+  }
+  if (o.chip && !discovery) {
+    return invalid(
+        "--chip only applies to --list-avail and --pmc-check; drop it when profiling "
+        "(the GPU the application uses is asked directly)");
+  }
+  if (discovery) {
+    const char* mode = o.list_avail ? "--list-avail" : "--pmc-check";
+    if (!o.command.empty()) {
+      return invalid(fmt::format("{} runs no application; drop \"-- {} ...\" or drop {}", mode,
+                                 printable(o.command.front()), mode));
+    }
+    if (o.input_file) {
+      return invalid(
+          fmt::format("{} runs no application and reads no input file; drop -i or {}", mode, mode));
+    }
+    if (!o.pmc.empty() || s.metrics) {
+      return invalid(fmt::format(
+          "{} takes no --pmc or --metrics; {}", mode,
+          o.list_avail ? "it lists every counter" : "give the counters to --pmc-check itself"));
+    }
+    return o;
+  }
+
+  if (o.command.empty()) {
+    return invalid(
+        "no application to profile: put the command after --, e.g. "
+        "kreplay --pmc sm__cycles_elapsed.avg -- ./app arg1");
+  }
+  if (o.command.front().empty()) {
+    return invalid("the application name after -- is empty; give the program to run");
+  }
+  return o;
+}
+
+}  // namespace
+
+Result<CliOptions> parse_command_line(const std::vector<std::string>& args) {
+  // Everything after the first "--" is the application; CLI11 sees only what comes before.
+  std::vector<std::string> ours;
+  std::vector<std::string> command;
+  bool after = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (!after && args[i] == "--") {
+      after = true;
+    } else {
+      (after ? command : ours).push_back(args[i]);
+    }
+  }
+  for (size_t i = 0; i < ours.size(); ++i) {
+    if (!valid_utf8(ours[i])) {
+      return invalid(
+          fmt::format("argument {} (\"{}\") is not valid UTF-8; kreplay's options are "
+                      "UTF-8 text (the application's arguments after -- may be anything)",
+                      i + 1, printable(ours[i])));
+    }
+  }
+  try {
+    CLI::App app{kDescription, "kreplay"};
+    Raw raw;
+    add_options(app, raw);
+    app.allow_extras(true);
+    std::vector<std::string> reversed(ours.rbegin(), ours.rend());
+    try {
+      app.parse(reversed);
+    } catch (const CLI::CallForHelp&) {
+      CliOptions o;
+      o.show_help = true;
+      o.help_text = app.help();
+      return o;
+    } catch (const CLI::CallForAllHelp&) {
+      CliOptions o;
+      o.show_help = true;
+      o.help_text = app.help();
+      return o;
+    } catch (const CLI::ParseError& e) {
+      return from_cli11(e);
+    }
+    if (raw.version) {
+      CliOptions o;
+      o.show_version = true;
+      return o;
+    }
+    RETURN_IF_ERROR(check_extras(app));
+    return to_options(app, raw, std::move(command));
+  } catch (const std::exception& e) {
+    return Error(
+        KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+        fmt::format("cannot parse the command line: {}; {}", printable(e.what(), 300), kSeeHelp));
+  }
+}
+
+Result<CliOptions> parse_command_line(int argc, const char* const* argv) {
+  std::vector<std::string> args;
+  for (int i = 0; i < argc; ++i) args.emplace_back(argv[i] ? argv[i] : "");
+  return parse_command_line(args);
+}
+
+std::string help_text() {
+  auto parsed = parse_command_line(std::vector<std::string>{"kreplay", "--help"});
+  return parsed.ok() ? parsed->help_text : std::string();
+}
+
+std::string version_text() {
+  return fmt::format("kreplay {}", KREPLAY_VERSION_STRING);
+}
+
+}  // namespace kreplay::cli

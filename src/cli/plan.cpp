@@ -1,0 +1,499 @@
+#include "cli/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "cli/filter.hpp"
+#include "cli/output_path.hpp"
+#include "cli/text.hpp"
+
+namespace kreplay::cli {
+namespace {
+
+Status invalid(std::string message) {
+  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, std::move(message));
+}
+
+// A job's worth of collection before it becomes runs: the command line alone, or one job of an
+// application-mode input file merged with the command line.
+struct Unit {
+  std::string origin;  // "command line" or "jobs.yaml, job 2"
+  // Prefixes messages: "" for the command line, "jobs.yaml:3:5: jobs[1]" for a job. The
+  // functions below take the key so a message can point at it.
+  std::function<std::string(std::string_view key)> where;
+  bool from_job = false;
+  RunSettings settings;
+  std::vector<std::vector<std::string>> groups;
+  bool groups_from_cli = false;
+  std::optional<RotationSpec> rotation;
+  std::optional<PassSpec> timing;
+  // The replay mode (and range markers) came from the command line, not from the job: they apply
+  // to the job's counters, and a job without counters runs as it would without them (rocprofv3:
+  // "input files are unaffected by the flag").
+  bool replay_from_cli = false;
+};
+
+std::string prefixed(const Unit& unit, std::string_view key, std::string_view message) {
+  std::string where = unit.where ? unit.where(key) : std::string();
+  return where.empty() ? std::string(message) : fmt::format("{}: {}", where, message);
+}
+
+// "--metrics" or "metrics", as the user wrote it.
+std::string spelled(const Unit& unit, std::string_view key, std::string_view flag) {
+  return std::string(unit.from_job ? key : flag);
+}
+
+ToolConfig base_config(const RunSettings& s, const std::vector<std::string>& command,
+                       const std::string& origin) {
+  ToolConfig c;
+  c.metrics = s.metrics.value_or(std::vector<std::string>{});
+  c.range_markers = s.range_markers.value_or("");
+  c.replay_memory = s.replay_memory.value_or(ReplayMemory::kAll);
+  c.filters.include_regex = s.kernel_include_regex.value_or("");
+  c.filters.exclude_regex = s.kernel_exclude_regex.value_or("");
+  c.filters.kernel_name = s.kernel_name.value_or("");
+  c.filters.iteration_range = s.kernel_iteration_range.value_or("");
+  c.filters.launch_skip = s.launch_skip.value_or(0);
+  c.filters.launch_count = s.launch_count.value_or(0);
+  if (s.output_directory) c.output.directory = *s.output_directory;
+  if (s.output_file) {
+    c.output.file = *s.output_file;
+    c.output.file_from_user = true;
+  }
+  if (s.output_format) c.output.formats = *s.output_format;
+  c.output.kernel_trace = s.kernel_trace.value_or(false);
+  c.output.summary = s.summary.value_or(false);
+  c.output.gzip = s.output_gzip.value_or(false);
+  c.log_level = s.log_level.value_or("");
+  c.command = command;
+  c.origin = origin;
+  return c;
+}
+
+void add_counter_passes(ToolConfig& c) {
+  for (size_t g = 0; g < c.pmc_groups.size(); ++g) {
+    c.passes.push_back(PassSpec{PassKind::kCounters, static_cast<int32_t>(g), false});
+  }
+}
+
+// Turn one unit into one or more runs (appended to @p runs).
+Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<ToolConfig>* runs) {
+  if (u.replay_from_cli && (u.rotation || u.timing || (u.groups.empty() && !u.settings.metrics))) {
+    u.settings.replay_mode.reset();
+    u.settings.range_markers.reset();
+  }
+  const RunSettings& s = u.settings;
+  const bool has_metrics = s.metrics.has_value();
+  const std::string mode_key = spelled(u, "replay_mode", "--replay-mode");
+
+  if (u.rotation) {
+    if (!u.groups.empty()) {
+      return invalid(prefixed(
+          u, "pmc_groups",
+          u.groups_from_cli
+              ? "--pmc and pmc_groups both give counter groups; pmc_groups rotates groups across "
+                "launches without replay and --pmc measures every group on every launch, so "
+                "give one of them"
+              : "pmc and pmc_groups both give counters; use pmc_groups (rotation) or pmc (one "
+                "group), not both"));
+    }
+    if (has_metrics) {
+      return invalid(
+          prefixed(u, "pmc_groups",
+                   "pmc_groups and metrics both give counters; rotation takes counter "
+                   "groups only, so move the metrics into a group or a job of their own"));
+    }
+    if (u.timing) {
+      return invalid(prefixed(u, "timing_pass",
+                              "timing_pass cannot share a run with rotating pmc_groups; give the "
+                              "timing pass a job of its own"));
+    }
+    if (s.replay_mode && *s.replay_mode != ReplayMode::kApplication) {
+      return invalid(prefixed(
+          u, "replay_mode",
+          fmt::format("pmc_groups rotates counter groups across launches without replay, so it "
+                      "takes no replay_mode {}; to replay, give each group its own job with pmc "
+                      "and set job_replay_mode: kernel",
+                      to_string(*s.replay_mode))));
+    }
+    ToolConfig c = base_config(s, command, u.origin);
+    c.replay_mode = ReplayMode::kApplication;
+    c.rotation = *u.rotation;
+    runs->push_back(std::move(c));
+    return Status::Ok();
+  }
+
+  if (u.timing) {
+    if (!u.groups.empty() || has_metrics) {
+      return invalid(prefixed(
+          u, "timing_pass",
+          "timing_pass and counters in one job: in job_replay_mode: application each job is one "
+          "run, and a clean timing pass cannot share a run with counters; split the job in two, "
+          "or set job_replay_mode: kernel to make them passes of one run"));
+    }
+    if (s.replay_mode && *s.replay_mode == ReplayMode::kRange) {
+      return invalid(prefixed(u, "replay_mode",
+                              "a timing job is one pass and needs no range replay; drop "
+                              "replay_mode"));
+    }
+    ToolConfig c = base_config(s, command, u.origin);
+    c.replay_mode = s.replay_mode.value_or(ReplayMode::kApplication);
+    c.passes.push_back(*u.timing);
+    runs->push_back(std::move(c));
+    return Status::Ok();
+  }
+
+  const bool multi_pass = u.groups.size() > 1 || has_metrics;
+  const ReplayMode mode =
+      s.replay_mode.value_or(multi_pass ? ReplayMode::kKernel : ReplayMode::kApplication);
+
+  if (s.range_markers && mode != ReplayMode::kRange) {
+    return invalid(
+        prefixed(u, "range_markers",
+                 fmt::format("{} applies to replay mode range, not {}; set {} range or drop {}",
+                             spelled(u, "range_markers", "--range-markers"), to_string(mode),
+                             mode_key, spelled(u, "range_markers", "--range-markers"))));
+  }
+
+  if (mode == ReplayMode::kApplication) {
+    if (has_metrics) {
+      return invalid(prefixed(
+          u, "metrics",
+          fmt::format("{} needs kernel or range replay, since the device decides how many passes "
+                      "metrics take; drop {} application, or list the counters as {} groups for "
+                      "application replay",
+                      spelled(u, "metrics", "--metrics"), mode_key, spelled(u, "pmc", "--pmc"))));
+    }
+    if (u.groups.size() <= 1) {
+      ToolConfig c = base_config(s, command, u.origin);
+      c.replay_mode = ReplayMode::kApplication;
+      c.pmc_groups = u.groups;
+      add_counter_passes(c);
+      runs->push_back(std::move(c));
+      return Status::Ok();
+    }
+    for (const auto& group : u.groups) {
+      ToolConfig c = base_config(s, command, u.origin);
+      c.replay_mode = ReplayMode::kApplication;
+      c.pmc_groups = {group};
+      add_counter_passes(c);
+      runs->push_back(std::move(c));
+    }
+    return Status::Ok();
+  }
+
+  if (u.groups.empty() && !has_metrics) {
+    return invalid(prefixed(
+        u, "replay_mode",
+        fmt::format("{} {} replays launches to collect counters, but there are none; add {} or "
+                    "{}, or drop {}",
+                    mode_key, to_string(mode), spelled(u, "pmc", "--pmc"),
+                    spelled(u, "metrics", "--metrics"), mode_key)));
+  }
+  ToolConfig c = base_config(s, command, u.origin);
+  c.replay_mode = mode;
+  c.pmc_groups = u.groups;
+  add_counter_passes(c);
+  runs->push_back(std::move(c));
+  return Status::Ok();
+}
+
+// ----- job_replay_mode: application ----------------------------------------------------------
+
+Status application_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolConfig>* runs) {
+  for (const JobSpec& job : file.jobs) {
+    Unit u;
+    u.origin = fmt::format("{}, {}", file.path, file.job_label(job));
+    // Point at the key when the job has it; a value that came from the command line is
+    // reported at the job.
+    u.where = [&file, &job](std::string_view key) {
+      return file.where(job, job.has(key) ? key : std::string_view());
+    };
+    u.from_job = true;
+
+    u.replay_from_cli = o.settings.replay_mode && !job.settings.replay_mode;
+    RunSettings merged = job.settings;
+    if (auto conflict = merge_settings(merged, o.settings)) {
+      return invalid(
+          fmt::format("{}: {} is {} here but {} on the command line ({}); give it in "
+                      "one place",
+                      file.where(job, conflict->key), conflict->key, conflict->first,
+                      conflict->second, conflict->flag));
+    }
+    u.settings = std::move(merged);
+
+    if (job.pmc_group_interval && !job.pmc_groups) {
+      return invalid(
+          fmt::format("{}: pmc_group_interval needs pmc_groups, the groups to rotate; "
+                      "add pmc_groups or drop pmc_group_interval",
+                      file.where(job, "pmc_group_interval")));
+    }
+    if (job.pmc_groups) {
+      if (!o.pmc.empty()) {
+        u.groups = o.pmc;
+        u.groups_from_cli = true;
+      } else if (job.pmc) {
+        u.groups = {*job.pmc};
+      }
+      u.rotation = RotationSpec{*job.pmc_groups, job.pmc_group_interval.value_or(1)};
+    } else if (job.pmc) {
+      if (!o.pmc.empty() && o.pmc != std::vector<std::vector<std::string>>{*job.pmc}) {
+        return invalid(
+            fmt::format("{}: the job's pmc {} differs from --pmc on the command line; "
+                        "give the counters in one place",
+                        file.where(job, "pmc"), describe_value(*job.pmc)));
+      }
+      u.groups = {*job.pmc};
+    } else {
+      u.groups = o.pmc;
+      u.groups_from_cli = !o.pmc.empty();
+    }
+
+    const bool timing = job.timing_pass.value_or(false);
+    if (job.timing_pass_flush_cache && !timing) {
+      return invalid(
+          fmt::format("{}: timing_pass_flush_cache applies to a timing pass; set "
+                      "timing_pass: true on this job or drop the option",
+                      file.where(job, "timing_pass_flush_cache")));
+    }
+    if (timing) {
+      u.timing = PassSpec{PassKind::kTiming, -1, job.timing_pass_flush_cache.value_or(false)};
+    }
+    RETURN_IF_ERROR(expand_unit(u, o.command, runs));
+  }
+  return Status::Ok();
+}
+
+// ----- job_replay_mode: kernel ----------------------------------------------------------------
+
+std::string first_job_with(const InputFile& file, size_t before, std::string_view key) {
+  for (size_t i = 0; i < before && i < file.jobs.size(); ++i) {
+    if (file.jobs[i].has(key)) return file.job_label(file.jobs[i]);
+  }
+  return "an earlier job";
+}
+
+Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolConfig>* runs) {
+  const std::string mode_where =
+      file.job_replay_mode_mark.line > 0
+          ? fmt::format("{}:{}:{}", file.path, file.job_replay_mode_mark.line,
+                        file.job_replay_mode_mark.column)
+          : file.path;
+  if (!o.pmc.empty()) {
+    return invalid(
+        fmt::format("{}: job_replay_mode: kernel takes its counter groups from the "
+                    "jobs' pmc; drop --pmc from the command line, or drop "
+                    "job_replay_mode to run each job on its own",
+                    mode_where));
+  }
+  if (o.settings.metrics) {
+    return invalid(
+        fmt::format("{}: job_replay_mode: kernel takes its passes from the jobs; drop "
+                    "--metrics from the command line and list the counters with pmc "
+                    "in the jobs",
+                    mode_where));
+  }
+
+  RunSettings merged;
+  std::vector<std::vector<std::string>> groups;
+  std::vector<PassSpec> passes;
+  std::optional<size_t> timing_job;
+  for (const JobSpec& job : file.jobs) {
+    if (job.settings.metrics) {
+      return invalid(
+          fmt::format("{}: metrics cannot be a pass of job_replay_mode: kernel (the "
+                      "device decides how many passes they take); list the counters "
+                      "with pmc, one group per job",
+                      file.where(job, "metrics")));
+    }
+    for (const char* key : {"pmc_groups", "pmc_group_interval"}) {
+      if (job.has(key)) {
+        return invalid(
+            fmt::format("{}: {} rotates groups across launches and cannot be a replay "
+                        "pass; give each group a job of its own with pmc",
+                        file.where(job, key), key));
+      }
+    }
+    const bool counters = job.pmc.has_value();
+    const bool timing = job.timing_pass.value_or(false);
+    if (counters && timing) {
+      return invalid(
+          fmt::format("{}: selects both pmc and timing_pass; a pass collects one "
+                      "service, so split it into two jobs",
+                      file.where(job)));
+    }
+    if (!counters && !timing) {
+      return invalid(
+          fmt::format("{}: collects nothing; in job_replay_mode: kernel each job is "
+                      "one pass, so give it pmc (a counter group) or timing_pass: true",
+                      file.where(job)));
+    }
+    if (counters) {
+      for (const std::string& key : job.keys) {
+        if (key.rfind("timing_pass_", 0) == 0) {
+          return invalid(
+              fmt::format("{}: {} configures the timing pass, but this is a counter "
+                          "job; move it to the job with timing_pass: true",
+                          file.where(job, key), key));
+        }
+      }
+      passes.push_back(PassSpec{PassKind::kCounters, static_cast<int32_t>(groups.size()), false});
+      groups.push_back(*job.pmc);
+    } else {
+      if (timing_job) {
+        return invalid(
+            fmt::format("{}: a second timing job ({} is the first); a run has at "
+                        "most one timing pass",
+                        file.where(job, "timing_pass"), file.job_label(file.jobs[*timing_job])));
+      }
+      timing_job = job.index;
+      passes.push_back(
+          PassSpec{PassKind::kTiming, -1, job.timing_pass_flush_cache.value_or(false)});
+    }
+    if (auto conflict = merge_settings(merged, job.settings)) {
+      return invalid(
+          fmt::format("{}: jobs disagree on {}: {} has {}, {} has {}; the jobs are "
+                      "passes of one run, so give run options once or give every job "
+                      "the same value",
+                      file.where(job, conflict->key), conflict->key,
+                      first_job_with(file, job.index, conflict->key), conflict->first,
+                      file.job_label(job), conflict->second));
+    }
+  }
+  if (groups.empty()) {
+    return invalid(
+        fmt::format("{}: job_replay_mode: kernel needs at least one job with pmc; a "
+                    "timing pass alone needs no replay, so drop job_replay_mode",
+                    mode_where));
+  }
+  if (auto conflict = merge_settings(merged, o.settings)) {
+    return invalid(
+        fmt::format("{}: {} is {} in the jobs but {} on the command line ({}); give it "
+                    "in one place",
+                    file.path, conflict->key, conflict->first, conflict->second, conflict->flag));
+  }
+  const ReplayMode mode = merged.replay_mode.value_or(ReplayMode::kKernel);
+  if (mode == ReplayMode::kApplication) {
+    std::string where = mode_where;
+    std::string spelling = "replay_mode: application";
+    if (o.settings.replay_mode) {
+      spelling = "--replay-mode application";
+    } else {
+      for (const JobSpec& job : file.jobs) {
+        if (job.has("replay_mode")) {
+          where = file.where(job, "replay_mode");
+          break;
+        }
+      }
+    }
+    return invalid(
+        fmt::format("{}: {} contradicts job_replay_mode: kernel, which runs the jobs "
+                    "as replay passes of one run; drop it, or drop job_replay_mode to "
+                    "run each job on its own",
+                    where, spelling));
+  }
+  if (merged.range_markers && mode != ReplayMode::kRange) {
+    return invalid(
+        fmt::format("{}: range_markers applies to replay_mode range; set "
+                    "replay_mode: range or drop range_markers",
+                    file.path));
+  }
+  ToolConfig c =
+      base_config(merged, o.command,
+                  fmt::format("{}, job_replay_mode: kernel, {} passes", file.path, passes.size()));
+  c.replay_mode = mode;
+  c.pmc_groups = std::move(groups);
+  c.passes = std::move(passes);
+  runs->push_back(std::move(c));
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string pass_directory(const std::string& directory, size_t k) {
+  std::string dir = directory.empty() ? "." : directory;
+  if (dir.back() != '/') dir.push_back('/');
+  return fmt::format("{}pass_{}", dir, k);
+}
+
+Result<RunPlan> make_run_plan(const CliOptions& options, const InputFile* input) {
+  RunPlan plan;
+  if (options.show_help) {
+    plan.action = PlanAction::kHelp;
+    plan.help_text = options.help_text;
+    return plan;
+  }
+  if (options.show_version) {
+    plan.action = PlanAction::kVersion;
+    return plan;
+  }
+  plan.log_level = options.settings.log_level.value_or("");
+  if (options.list_avail || !options.pmc_check.empty()) {
+    plan.action = options.list_avail ? PlanAction::kListAvail : PlanAction::kPmcCheck;
+    plan.chip = options.chip;
+    plan.pmc_check = options.pmc_check;
+    return plan;
+  }
+  if (options.command.empty()) {
+    return invalid(
+        "no application to profile: put the command after --, e.g. "
+        "kreplay --pmc sm__cycles_elapsed.avg -- ./app arg1");
+  }
+  plan.command = options.command;
+
+  std::vector<ToolConfig> runs;
+  if (!input) {
+    Unit u;
+    u.origin = "command line";
+    u.settings = options.settings;
+    u.groups = options.pmc;
+    u.groups_from_cli = true;
+    RETURN_IF_ERROR(expand_unit(u, options.command, &runs));
+  } else if (input->job_replay_mode == JobReplayMode::kKernel) {
+    RETURN_IF_ERROR(kernel_jobs(options, *input, &runs));
+  } else {
+    RETURN_IF_ERROR(application_jobs(options, *input, &runs));
+  }
+
+  const size_t total = runs.size();
+  bool warned_output = false;
+  for (size_t k = 0; k < total; ++k) {
+    ToolConfig& c = runs[k];
+    // Checked again on the merged result: the values came through different paths.
+    Status filters = validate_filter_options(c.filters);
+    if (!filters.ok()) return invalid(fmt::format("{}: {}", c.origin, filters.message()));
+    for (const std::string* name : {&c.output.directory, &c.output.file}) {
+      Status st = validate_output_template(*name);
+      if (!st.ok()) return invalid(fmt::format("{}: {}", c.origin, st.message()));
+    }
+    c.app_pass = static_cast<uint32_t>(k + 1);
+    c.app_pass_count = static_cast<uint32_t>(total);
+    if (total > 1) c.output.directory = pass_directory(c.output.directory, k + 1);
+    if (c.output.file_from_user && !template_is_per_process(c.output.file) && !warned_output) {
+      warned_output = true;
+      plan.warnings.push_back(fmt::format(
+          "output file \"{}\" has no %pid%, %rank% or %q{{VAR}}: if the application forks or runs "
+          "several ranks, each process after the first writes \"{}.<pid>\" instead; put %pid% or "
+          "%rank% in -o to choose the names",
+          printable(c.output.file), printable(c.output.file)));
+    }
+    PlannedRun run;
+    run.label = total > 1 ? fmt::format("run {} of {} ({})", k + 1, total, c.origin)
+                          : fmt::format("run 1 of 1 ({})", c.origin);
+    run.config = std::move(c);
+    plan.runs.push_back(std::move(run));
+  }
+  return plan;
+}
+
+Result<RunPlan> make_run_plan(const CliOptions& options) {
+  if (!options.input_file || options.show_help || options.show_version) {
+    return make_run_plan(options, nullptr);
+  }
+  ASSIGN_OR_RETURN(InputFile input, load_input_file(*options.input_file));
+  return make_run_plan(options, &input);
+}
+
+}  // namespace kreplay::cli

@@ -1,0 +1,190 @@
+// ToolConfig: everything the injected tool needs for one run of the application.
+//
+// The kreplay command builds one ToolConfig per application run (plan.hpp), serializes it to JSON
+// and hands it to the tool through the environment variable KREPLAY_TOOL_CONFIG, either inline or
+// as "@/path/to/file.json". The tool reads it back with load_tool_config_from_env(). Both sides
+// are built from this file, and the JSON carries a schema version that must match.
+//
+// This header is part of kreplay_toolconfig, the light library the tool links (nlohmann_json,
+// RE2, kreplay_common); it must not pull in CLI11 or yaml-cpp.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.hpp"
+
+namespace kreplay::cli {
+
+/// Version of the ToolConfig JSON. Bump it when a field changes meaning or is removed; the tool
+/// refuses a config written with another version (the command and the tool ship together).
+inline constexpr int kToolConfigSchemaVersion = 1;
+
+/// The environment variable that carries the config: inline JSON, or "@" followed by a path.
+inline constexpr const char* kToolConfigEnv = "KREPLAY_TOOL_CONFIG";
+
+/// Above this size the command should write the JSON to a file and pass "@path" (Linux limits
+/// one environment string to 128 KiB; leave room for the rest of the environment).
+inline constexpr size_t kToolConfigInlineLimit = 64 * 1024;
+
+/// How the passes of a launch are obtained.
+enum class ReplayMode {
+  kApplication,  ///< no in-process replay: one pass per run; several passes = several runs
+  kKernel,       ///< each selected launch is replayed in place, once per pass
+  kRange,        ///< consecutive launches are recorded as a range and the range is replayed
+};
+
+/// Which tracked memory is snapshotted and restored around a replay.
+enum class ReplayMemory {
+  kAll,   ///< every tracked region of the device (default)
+  kArgs,  ///< only regions the launch's argument bytes point into
+};
+
+/// The service one replay pass runs.
+enum class PassKind {
+  kCounters,  ///< a hardware-counter group (PassSpec::group indexes ToolConfig::pmc_groups)
+  kTiming,    ///< clean kernel timing, counters locally stopped
+};
+
+/// Output formats a run writes.
+enum class OutputFormat { kSqlite, kCsv, kJson, kPerfetto };
+
+/// Accepted spellings, in the order the help text and the schema list them. The schema test
+/// (schema_test.cpp) checks that share/kreplay/input-schema.json lists exactly these.
+inline constexpr std::array<std::string_view, 3> kReplayModeNames = {"kernel", "application",
+                                                                     "range"};
+inline constexpr std::array<std::string_view, 2> kReplayMemoryNames = {"all", "args"};
+inline constexpr std::array<std::string_view, 4> kOutputFormatNames = {"sqlite", "csv", "json",
+                                                                       "perfetto"};
+inline constexpr std::array<std::string_view, 2> kPassKindNames = {"counters", "timing"};
+/// Log levels the command accepts by name (common/logging.hpp also takes 0-4).
+inline constexpr std::array<std::string_view, 6> kLogLevelNames = {"quiet", "error", "warning",
+                                                                   "info",  "debug", "trace"};
+
+std::string_view to_string(ReplayMode mode);
+std::string_view to_string(ReplayMemory memory);
+std::string_view to_string(PassKind kind);
+std::string_view to_string(OutputFormat format);
+std::optional<ReplayMode> parse_replay_mode(std::string_view text);
+std::optional<ReplayMemory> parse_replay_memory(std::string_view text);
+std::optional<PassKind> parse_pass_kind(std::string_view text);
+std::optional<OutputFormat> parse_output_format(std::string_view text);
+
+/// Kernel selection, as the user wrote it. KernelFilter (filter.hpp) compiles it; the command
+/// validates it before the application starts, so the tool sees only well-formed filters.
+struct FilterOptions {
+  std::string include_regex{};  ///< RE2, partial match on the demangled name; "" selects all
+  std::string exclude_regex{};  ///< RE2, partial match on the demangled name, applied after include
+  std::string kernel_name{};    ///< ncu -k: an exact name, or "regex:EXPR"; "" selects all
+  std::string iteration_range{};  ///< per-kernel launch numbers, e.g. "[1-3, 5]"; "" = every launch
+  uint64_t launch_skip = 0;       ///< launches passing the filters above to skip first
+  uint64_t launch_count = 0;      ///< then select at most this many; 0 = no limit
+
+  bool operator==(const FilterOptions&) const = default;
+};
+
+/// One pass of a replayed launch, in pass order.
+struct PassSpec {
+  PassKind kind = PassKind::kCounters;
+  int32_t group = -1;  ///< kCounters: index into ToolConfig::pmc_groups; -1 otherwise
+  bool flush_cache =
+      false;  ///< kTiming: flush the caches before the pass (timing_pass_flush_cache)
+
+  bool operator==(const PassSpec&) const = default;
+};
+
+/// Counter-group rotation without replay (input-file pmc_groups / pmc_group_interval): launch n
+/// (1-based, counted per device) collects groups[((n - 1) / interval) % groups.size()].
+struct RotationSpec {
+  std::vector<std::vector<std::string>> groups;  ///< empty = no rotation
+  uint64_t interval = 1;                         ///< launches per group, >= 1
+
+  bool operator==(const RotationSpec&) const = default;
+};
+
+/// Where and what a run writes. The directory and file are templates (output_path.hpp) that the
+/// tool expands in the application's process, so %pid% names the application.
+struct OutputOptions {
+  std::string directory = ".";            ///< -d; application replay appends /pass_<k>
+  std::string file = "%hostname%/%pid%";  ///< -o; writers append "_results.db" and the like
+  bool file_from_user = false;            ///< -o was given: see claim_output_base()
+  std::vector<OutputFormat> formats = {OutputFormat::kSqlite};
+  bool kernel_trace = false;  ///< write one record per kernel execution
+  bool summary = false;       ///< print and write the summary table
+  bool gzip = false;          ///< compress the text formats (json, perfetto)
+
+  bool operator==(const OutputOptions&) const = default;
+};
+
+/// Everything the injected tool needs for one application run.
+struct ToolConfig {
+  int schema_version = kToolConfigSchemaVersion;
+
+  /// Counter groups, one per --pmc flag or counter job, in order. On CUDA the groups are one way
+  /// of writing the counter list; the backend may measure them in a different number of passes.
+  std::vector<std::vector<std::string>> pmc_groups;
+  /// --metrics: split into passes by the backend (their count is known only on the device), and
+  /// collected on counter passes that follow the ones listed in `passes`.
+  std::vector<std::string> metrics;
+
+  ReplayMode replay_mode = ReplayMode::kApplication;
+  /// Range replay only: "" (ranges close at synchronization points and size limits),
+  /// "cuda-profiler" (cudaProfilerStart/Stop) or "nvtx:NAME" (an NVTX range named NAME).
+  std::string range_markers;
+
+  /// What each execution of a selected launch collects, in pass order. In application replay it
+  /// has at most one entry (this run's pass); in kernel and range replay, more than one entry
+  /// means the launch is replayed. Empty: no placed pass (metrics only, rotation, or trace only).
+  std::vector<PassSpec> passes;
+
+  RotationSpec rotation;
+  FilterOptions filters;
+  OutputOptions output;
+  ReplayMemory replay_memory = ReplayMemory::kAll;
+  /// One of kLogLevelNames or 0-4; "" when the user gave none, so the tool keeps
+  /// KREPLAY_LOG_LEVEL from the environment (or its default).
+  std::string log_level;
+
+  /// Application replay: which run this is (1-based) and how many runs the plan makes.
+  uint32_t app_pass = 1;
+  uint32_t app_pass_count = 1;
+
+  /// The application command line, for the record (metadata in the outputs).
+  std::vector<std::string> command;
+  /// Where this run came from, for messages: "command line" or "input.yaml, job 2".
+  std::string origin;
+
+  bool operator==(const ToolConfig&) const = default;
+};
+
+/// nlohmann ADL hooks. from_json throws nlohmann::json exceptions on malformed input, as nlohmann
+/// expects; use parse_tool_config() to get a Status instead.
+void to_json(nlohmann::json& j, const ToolConfig& config);
+void from_json(const nlohmann::json& j, ToolConfig& config);
+
+/// Serialize to compact JSON.
+std::string serialize_tool_config(const ToolConfig& config);
+
+/// Parse JSON text written by serialize_tool_config(). Errors: malformed JSON, a missing or
+/// mistyped field, an unknown enum value, or another schema_version.
+Result<ToolConfig> parse_tool_config(std::string_view json_text);
+
+/// The value to put in KREPLAY_TOOL_CONFIG: the inline JSON when it is at most
+/// kToolConfigInlineLimit bytes, otherwise nullopt (write the JSON to a file and pass "@path").
+std::optional<std::string> tool_config_inline_value(const ToolConfig& config);
+
+/// Read KREPLAY_TOOL_CONFIG: inline JSON (first non-blank character '{') or "@/path/file.json".
+/// @retval KREPLAY_STATUS_ERROR_NOT_AVAILABLE the variable is not set (not run by kreplay)
+/// @retval KREPLAY_STATUS_ERROR_INVALID_ARGUMENT anything else is wrong; the message says what
+Result<ToolConfig> load_tool_config_from_env();
+
+/// Same, from a given value of the variable (tests, and tools that read it themselves).
+Result<ToolConfig> load_tool_config_from_value(std::string_view value);
+
+}  // namespace kreplay::cli
