@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <system_error>
 
 #include "cli/filter.hpp"
 #include "cli/output_path.hpp"
@@ -736,8 +736,9 @@ Result<InputFile> load_input_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
-                 fmt::format("cannot read input file {}: {}; check the path given to -i", path,
-                             std::strerror(errno)));
+                 fmt::format("cannot read input file {}: {}; check the path given to -i",
+                             printable(path, 200),
+                             std::error_code(errno, std::generic_category()).message()));
   }
   std::ostringstream buffer;
   buffer << in.rdbuf();

@@ -510,6 +510,7 @@ Result<CliOptions> parse_command_line(const std::vector<std::string>& args) {
 
 Result<CliOptions> parse_command_line(int argc, const char* const* argv) {
   std::vector<std::string> args;
+  args.reserve(argc > 0 ? static_cast<size_t>(argc) : 0);
   for (int i = 0; i < argc; ++i) args.emplace_back(argv[i] ? argv[i] : "");
   return parse_command_line(args);
 }

@@ -7,8 +7,8 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <filesystem>
+#include <system_error>
 #include <vector>
 
 #include "cli/text.hpp"
@@ -144,9 +144,10 @@ Status open_exclusive(const std::string& path, bool* taken) {
     *taken = true;
     return Status::Ok();
   }
-  return Error(KREPLAY_STATUS_ERROR,
-               fmt::format("cannot create output file {}: {}; choose another directory with -d",
-                           path, std::strerror(errno)));
+  return Error(
+      KREPLAY_STATUS_ERROR,
+      fmt::format("cannot create output file {}: {}; choose another directory with -d",
+                  printable(path, 200), std::error_code(errno, std::generic_category()).message()));
 }
 
 }  // namespace

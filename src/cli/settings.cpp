@@ -18,6 +18,7 @@ std::string describe_value(const std::vector<std::string>& value) {
 
 std::string describe_value(const std::vector<OutputFormat>& value) {
   std::vector<std::string_view> names;
+  names.reserve(value.size());
   for (OutputFormat f : value) names.push_back(to_string(f));
   return fmt::format("[{}]", fmt::join(names, ", "));
 }

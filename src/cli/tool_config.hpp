@@ -31,7 +31,7 @@ inline constexpr const char* kToolConfigEnv = "KREPLAY_TOOL_CONFIG";
 
 /// Above this size the command should write the JSON to a file and pass "@path" (Linux limits
 /// one environment string to 128 KiB; leave room for the rest of the environment).
-inline constexpr size_t kToolConfigInlineLimit = 64 * 1024;
+inline constexpr size_t kToolConfigInlineLimit = size_t{64} * 1024;
 
 /// How the passes of a launch are obtained.
 enum class ReplayMode {

@@ -102,6 +102,8 @@ DispatchState* Engine::enter(device::Launch& launch) {
   DispatchState* st = tls().acquire();
   const device::LaunchInfo& li = launch.info();
   st->launch = &launch;
+  st->launch_work.emplace(&launch);
+  st->work = &*st->launch_work;
   auto& info = st->info;
   info.size = sizeof(info);
   info.agent_id = li.agent;
@@ -258,7 +260,7 @@ void Engine::exit(DispatchState* st, bool submitted) {
     if (st->wait_needed) {
       st->timing = {};
       if (submitted) {
-        Status w = st->launch->wait(options().drain_timeout_ms, &st->timing);
+        Status w = st->work->wait(options().drain_timeout_ms, &st->timing);
         if (!w.ok()) KR_WARN("dispatch {}: {}", st->info.dispatch_id, w.message());
       }
       hooks_.after_complete(*st);
@@ -268,63 +270,66 @@ void Engine::exit(DispatchState* st, bool submitted) {
     return;
   }
 
+  run_passes(*st, submitted);
+  finish_window(*st);
+}
+
+void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
   const Options opt = options();
-  device::Device& dev = *st->slot->device;
-  auto& out = st->outcome;
+  device::Device& dev = *st.slot->device;
+  auto& out = st.outcome;
   out.outcome = KREPLAY_REPLAY_OUTCOME_REPLAYED;
-  if (!submitted) {
-    // The application's own launch failed: nothing ran, nothing to replay.
+  if (!pass0_submitted) {
+    // The application's own submission failed: nothing ran, nothing to replay.
     out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
     out.reason = KREPLAY_DECLINE_REASON_LAUNCH_FAILED;
-    st->timing = {};
-    hooks_.after_complete(*st);
-    hooks_.pass_exit(*st);
-  } else {
-    while (true) {
-      Status w = st->launch->wait(opt.drain_timeout_ms, &st->timing);
-      if (!w.ok()) {
-        KR_WARN("dispatch {} ({}) pass {}: {}; ending its replay", st->info.dispatch_id,
-                st->info.kernel_name, st->pass, w.message());
-        out.reason = KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
-        st->timing = {};
-        hooks_.after_complete(*st);
-        hooks_.pass_exit(*st);
-        break;
-      }
-      ++out.passes_executed;
-      stats_.passes.fetch_add(1, std::memory_order_relaxed);
-      hooks_.after_complete(*st);
-      hooks_.pass_exit(*st);
-      if (!should_continue(st->plan, st->pass, st->replay_continue, st->info, st->user_data))
-        break;
-      uint64_t t0 = now_ns();
-      Result<uint64_t> restored = st->snapshot.restore(dev, opt.verify_restore);
-      uint64_t t1 = now_ns();
-      if (!restored.ok()) {
-        KR_ERROR("dispatch {} ({}): restore after pass {} failed: {}; its memory may hold more "
-                 "than one execution",
-                 st->info.dispatch_id, st->info.kernel_name, st->pass, restored.status().message());
-        out.reason = KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
-        break;
-      }
-      out.bytes_restored += *restored;
-      out.restore_ns += t1 - t0;
-      st->intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, st->pass, t0, t1, *restored});
-      ++st->pass;
-      hooks_.pass_enter(*st, *st->local);
-      hooks_.before_submit(*st);
-      if (Status r = st->launch->relaunch(); !r.ok()) {
-        KR_ERROR("dispatch {} ({}): relaunch for pass {} failed: {}", st->info.dispatch_id,
-                 st->info.kernel_name, st->pass, r.message());
-        out.reason = KREPLAY_DECLINE_REASON_LAUNCH_FAILED;
-        st->timing = {};
-        hooks_.after_complete(*st);
-        hooks_.pass_exit(*st);
-        break;
-      }
+    st.timing = {};
+    hooks_.after_complete(st);
+    hooks_.pass_exit(st);
+    return;
+  }
+  while (true) {
+    Status w = st.work->wait(opt.drain_timeout_ms, &st.timing);
+    if (!w.ok()) {
+      KR_WARN("dispatch {} ({}) pass {}: {}; ending its replay", st.info.dispatch_id,
+              st.info.kernel_name, st.pass, w.message());
+      out.reason = KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
+      st.timing = {};
+      hooks_.after_complete(st);
+      hooks_.pass_exit(st);
+      return;
+    }
+    ++out.passes_executed;
+    stats_.passes.fetch_add(1, std::memory_order_relaxed);
+    hooks_.after_complete(st);
+    hooks_.pass_exit(st);
+    if (!should_continue(st.plan, st.pass, st.replay_continue, st.info, st.user_data)) return;
+    uint64_t t0 = now_ns();
+    Result<uint64_t> restored = st.snapshot.restore(dev, opt.verify_restore);
+    uint64_t t1 = now_ns();
+    if (!restored.ok()) {
+      KR_ERROR("dispatch {} ({}): restore after pass {} failed: {}; its memory may hold more "
+               "than one execution",
+               st.info.dispatch_id, st.info.kernel_name, st.pass, restored.status().message());
+      out.reason = KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
+      return;
+    }
+    out.bytes_restored += *restored;
+    out.restore_ns += t1 - t0;
+    st.intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, st.pass, t0, t1, *restored});
+    ++st.pass;
+    hooks_.pass_enter(st, *st.local);
+    hooks_.before_submit(st);
+    if (Status r = st.work->resubmit(); !r.ok()) {
+      KR_ERROR("dispatch {} ({}): resubmission for pass {} failed: {}", st.info.dispatch_id,
+               st.info.kernel_name, st.pass, r.message());
+      out.reason = KREPLAY_DECLINE_REASON_LAUNCH_FAILED;
+      st.timing = {};
+      hooks_.after_complete(st);
+      hooks_.pass_exit(st);
+      return;
     }
   }
-  finish_window(*st);
 }
 
 void Engine::finish_window(DispatchState& st) {

@@ -12,8 +12,10 @@
 // then runs the remaining passes (restore, PASS ENTER, relaunch, wait, PASS EXIT), leaves the last
 // pass unrestored, fires CONFIG EXIT with the outcome and closes the window.
 //
-// The window is shaped as a list of launches so that a range of launches (DESIGN.md §2b) can be
-// replayed the same way; today each window holds one.
+// The pass loop does not know what a pass executes: it drives a PassWork (submit again, wait).
+// Kernel replay's PassWork is the one intercepted launch (LaunchWork); a range of launches
+// (DESIGN.md §2b) supplies one that resubmits every recorded launch in order. Snapshot, restore,
+// local context control and the hooks are the same for both.
 //
 // Tool callbacks are reached through Hooks, which the SDK implements; the engine knows nothing of
 // contexts or tools beyond that interface.
@@ -24,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <vector>
 
@@ -45,9 +48,34 @@ struct Options {
   bool decline_untracked = true;      ///< decline when the device reports untracked memory
 };
 
+/// What one pass executes, as the pass loop drives it.
+class PassWork {
+ public:
+  virtual ~PassWork() = default;
+  /// Submit the work of a pass again (passes > 0; pass 0 was the application's own submission).
+  virtual Status resubmit() = 0;
+  /// Wait for the most recent submission; fill its timing.
+  virtual Status wait(uint64_t timeout_ms, device::PassTiming* timing) = 0;
+};
+
+/// Kernel replay's PassWork: one launch.
+class LaunchWork final : public PassWork {
+ public:
+  explicit LaunchWork(device::Launch* launch) : launch_(launch) {}
+  Status resubmit() override { return launch_->relaunch(); }
+  Status wait(uint64_t timeout_ms, device::PassTiming* timing) override {
+    return launch_->wait(timeout_ms, timing);
+  }
+
+ private:
+  device::Launch* launch_;
+};
+
 /// Everything the engine knows about one logical dispatch while it runs.
 struct DispatchState {
   device::Launch* launch = nullptr;
+  std::optional<LaunchWork> launch_work;
+  PassWork* work = nullptr;  ///< what each pass executes (launch_work for kernel replay)
   kreplay_kernel_dispatch_info_t info{};
   kreplay_correlation_id_t correlation{};
   uint64_t thread_id = 0;
@@ -163,6 +191,9 @@ class Engine {
   void decline(DispatchState& st, kreplay_decline_reason_t reason);
   void begin_single_run(DispatchState& st);
   void finish_window(DispatchState& st);
+  /// Passes 0.. of an open window (pass 0 already submitted): wait, services, continue, restore,
+  /// resubmit, until the loop ends. Fills st.outcome.
+  void run_passes(DispatchState& st, bool pass0_submitted);
   void release(DispatchState* st);
 
   Hooks& hooks_;

@@ -20,7 +20,7 @@ set -u
 
 APPS=(inplace_counter atomic_histogram malloc_async vmm managed mapped_host
       multistream_threads cublas_gemm cluster_launch multi_kernel_chain graph_launch
-      torch_inplace)
+      coop_ptsz torch_inplace)
 # name | KREPLAY_TEST_PASSES | KREPLAY_TEST_EARLY_EXIT | passes each replayed dispatch must run
 VARIANTS=("passes2|2||2" "passes3|3||3" "passes8|8||8" "passes8-early1|8|1|2")
 

@@ -26,9 +26,17 @@ std::string chip_name(int ordinal) {
   return p.pChipName;
 }
 
+const std::string& CudaCounterBackend::chip() {
+  std::call_once(chip_once_, [this] {
+    std::string name = chip_name(ordinal_);
+    if (!name.empty()) chip_ = name;
+  });
+  return chip_;
+}
+
 Result<std::vector<device::CounterDesc>> CudaCounterBackend::list() {
   InternalScope internal;
-  auto host = cupti::ProfilerHost::shared(chip_);
+  auto host = cupti::ProfilerHost::shared(chip());
   if (!host.ok()) return host.status();
   auto metrics = (*host)->list_metrics();
   if (!metrics.ok()) return metrics.status();
@@ -47,7 +55,7 @@ Result<std::vector<device::CounterDesc>> CudaCounterBackend::list() {
 Result<std::shared_ptr<device::CounterSet>> CudaCounterBackend::create(
     const std::vector<std::string>& names) {
   InternalScope internal;
-  auto host = cupti::ProfilerHost::shared(chip_);
+  auto host = cupti::ProfilerHost::shared(chip());
   if (!host.ok()) return host.status();
   RETURN_IF_ERROR((*host)->validate(names));
   auto passes = (*host)->pass_count(names);

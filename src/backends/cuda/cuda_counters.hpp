@@ -44,7 +44,10 @@ class CudaCounterSet final : public device::CounterSet {
 
 class CudaCounterBackend final : public device::CounterBackend {
  public:
-  CudaCounterBackend(CUdevice dev, std::string chip) : dev_(dev), chip_(std::move(chip)) {}
+  /// @p chip_guess names the chip from the compute capability; the CUPTI name replaces it when
+  /// counters are first used.
+  CudaCounterBackend(CUdevice dev, int ordinal, std::string chip_guess)
+      : dev_(dev), ordinal_(ordinal), chip_(std::move(chip_guess)) {}
   ~CudaCounterBackend() override;
 
   Result<std::vector<device::CounterDesc>> list() override;
@@ -59,8 +62,11 @@ class CudaCounterBackend final : public device::CounterBackend {
 
  private:
   Result<cupti::RangeProfiler*> profiler_for_current_context();
+  const std::string& chip();
 
   CUdevice dev_;
+  int ordinal_ = 0;
+  std::once_flag chip_once_;
   std::string chip_;
   std::mutex mu_;
   std::map<CUcontext, std::unique_ptr<cupti::RangeProfiler>> profilers_;

@@ -109,9 +109,10 @@ void init_devices() {
       CUdevice dev = 0;
       if (cuDeviceGet(&dev, i) != CUDA_SUCCESS) continue;
       auto d = std::make_unique<CudaDevice>(dev, i);
-      std::string chip = chip_name(i);
-      if (!chip.empty()) d->set_chip(chip);
-      state().counter_backends.push_back(std::make_unique<CudaCounterBackend>(dev, d->desc().chip));
+      // The CUPTI chip name is resolved by the counter backend when counters are first used:
+      // asking CUPTI now would load its profiler libraries (~100 ms) into every application.
+      state().counter_backends.push_back(
+          std::make_unique<CudaCounterBackend>(dev, i, d->desc().chip));
       d->set_counters(state().counter_backends.back().get());
       d->agent = sdk::Runtime::get().add_device(d.get());
       state().devices.push_back(std::move(d));

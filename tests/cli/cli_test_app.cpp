@@ -1,0 +1,175 @@
+// kreplay-cli-test-app: a host-device application for the end-to-end tests of the kreplay command
+// (tests/cli). It does what kreplay-sample-app cannot: run slowly, exit with a chosen code, or die
+// by a signal part-way through, after some launches have completed.
+//
+//   kreplay-cli-test-app [--launches N] [--sleep-ms MS] [--exit-code C]
+//                        [--die term|segv|abort --after K] [--untracked-from K]
+//
+// It runs N launches (default 4) of one kernel, bump(unsigned* x, unsigned n): x[i] += i + 1 and,
+// on thread 0, one atomic increment of a module-scope launch counter. bump is not idempotent, so
+// the result is right only if a replaying tool restored memory between passes. With --sleep-ms
+// every launch takes at least MS milliseconds (thread 0 sleeps). With --die the process waits for
+// launch K to complete, prints "cli-test-app: dying by <sig>" and dies by the signal (a real
+// invalid write for segv, abort() for abort, raise(SIGTERM) for term). Otherwise it checks the
+// result, prints "cli-test-app: OK" (or what differed) and exits with --exit-code (default 0), or
+// 1 when the check failed. With --untracked-from K, memory that replay cannot track is allocated
+// before launch K and freed after the last one, so launches K..N are declined (UNTRACKED_MEMORY).
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "backends/host/hostrt.hpp"
+
+namespace hostrt = kreplay::hostrt;
+
+namespace {
+
+uint32_t* g_launch_count = nullptr;
+uint32_t g_sleep_ms = 0;
+
+// bump(unsigned* x, unsigned n): x[i] += i + 1.
+void bump(hostrt::ThreadContext& t) {
+  auto* x = t.arg<uint32_t*>(0);
+  const auto n = t.arg<uint32_t>(1);
+  const uint64_t i = t.global_thread_id();
+  if (i < n) {
+    t.store(&x[i], t.load(&x[i]) + static_cast<uint32_t>(i + 1));
+    t.count_ops(1);
+  }
+  if (i == 0) {
+    t.atomic_add(g_launch_count, 1u);
+    if (g_sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(g_sleep_ms));
+  }
+}
+
+void check(const kreplay::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::printf("cli-test-app: FAILED: %s: %s\n", what, s.message().c_str());
+    std::exit(1);
+  }
+}
+template <typename T>
+T check(kreplay::Result<T> r, const char* what) {
+  check(r.ok() ? kreplay::Status::Ok() : r.status(), what);
+  return std::move(r).value();
+}
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "cli-test-app: %s\nusage: kreplay-cli-test-app [--launches N] [--sleep-ms MS] "
+               "[--exit-code C] [--die term|segv|abort --after K] [--untracked-from K]\n",
+               why);
+  std::exit(64);
+}
+
+uint32_t number(int argc, char** argv, int* i) {
+  if (*i + 1 >= argc) usage("an option needs a value");
+  char* end = nullptr;
+  unsigned long v = std::strtoul(argv[++*i], &end, 10);
+  if (end == argv[*i] || *end != '\0') usage("not a number");
+  return static_cast<uint32_t>(v);
+}
+
+[[noreturn]] void die(const std::string& how) {
+  std::printf("cli-test-app: dying by %s\n", how.c_str());
+  std::fflush(stdout);
+  if (how == "segv") {
+    volatile uintptr_t address = 0;  // volatile: a real store to address 0, not a trap the
+    *reinterpret_cast<volatile int*>(address) = 1;  // NOLINT   compiler derived from UB
+  } else if (how == "abort") {
+    std::abort();
+  } else {
+    std::raise(SIGTERM);
+  }
+  std::_Exit(99);  // not reached
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint32_t launches = 4, exit_code = 0, after = 0, untracked_from = 0;
+  std::string die_by;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--launches") {
+      launches = number(argc, argv, &i);
+    } else if (a == "--sleep-ms") {
+      g_sleep_ms = number(argc, argv, &i);
+    } else if (a == "--exit-code") {
+      exit_code = number(argc, argv, &i);
+    } else if (a == "--untracked-from") {
+      untracked_from = number(argc, argv, &i);
+    } else if (a == "--after") {
+      after = number(argc, argv, &i);
+    } else if (a == "--die") {
+      if (i + 1 >= argc) usage("--die needs term, segv or abort");
+      die_by = argv[++i];
+      if (die_by != "term" && die_by != "segv" && die_by != "abort") usage("unknown --die");
+    } else {
+      usage("unknown option");
+    }
+  }
+
+  constexpr uint32_t kN = 512;
+  constexpr uint32_t kBlock = 128;
+  hostrt::ModuleDesc desc;
+  desc.name = "cli_test_module";
+  desc.kernels = {{"_Z4bumpPjj", bump, {8, 4}}};
+  desc.globals = {{"launch_count", sizeof(uint32_t), {}}};
+  const hostrt::Module module = check(hostrt::load_module(desc), "load_module");
+  const hostrt::Kernel k_bump = check(hostrt::get_kernel(module, "_Z4bumpPjj"), "bump");
+  g_launch_count =
+      static_cast<uint32_t*>(check(hostrt::get_global(module, "launch_count"), "global"));
+  auto* x = static_cast<uint32_t*>(check(hostrt::malloc(kN * sizeof(uint32_t)), "malloc x"));
+  check(hostrt::memset(x, 0, kN * sizeof(uint32_t)), "clear x");
+  const hostrt::Stream stream = check(hostrt::stream_create(), "stream");
+
+  std::printf("cli-test-app: %u launches of bump\n", launches);
+  std::fflush(stdout);
+  void* untracked = nullptr;
+  for (uint32_t l = 1; l <= launches; ++l) {
+    if (l == untracked_from) {
+      check(hostrt::stream_synchronize(stream), "synchronize");
+      untracked = check(hostrt::malloc_untracked(4096), "malloc_untracked");
+    }
+    check(hostrt::launch_args(k_bump, {kN / kBlock}, {kBlock}, stream, x, kN), "launch bump");
+    if (!die_by.empty() && l == after) {
+      check(hostrt::stream_synchronize(stream), "synchronize");
+      die(die_by);
+    }
+  }
+  check(hostrt::stream_synchronize(stream), "synchronize");
+  if (untracked != nullptr) check(hostrt::free(untracked), "free untracked");
+
+  std::vector<uint32_t> got(kN);
+  uint32_t count = 0;
+  check(hostrt::memcpy(got.data(), x, kN * sizeof(uint32_t)), "read x");
+  check(hostrt::memcpy(&count, g_launch_count, sizeof(count)), "read launch_count");
+  int failures = 0;
+  for (uint32_t i = 0; i < kN; ++i) {
+    if (got[i] != launches * (i + 1)) {
+      std::printf("cli-test-app: x[%u] = %u, expected %u\n", i, got[i], launches * (i + 1));
+      ++failures;
+      break;
+    }
+  }
+  if (count != launches) {
+    std::printf("cli-test-app: launch_count = %u, expected %u\n", count, launches);
+    ++failures;
+  }
+  check(hostrt::stream_destroy(stream), "destroy stream");
+  check(hostrt::free(x), "free x");
+  if (failures != 0) {
+    std::printf("cli-test-app: FAILED\n");
+    return 1;
+  }
+  std::printf("cli-test-app: OK\n");
+  std::fflush(stdout);
+  return static_cast<int>(exit_code);
+}
