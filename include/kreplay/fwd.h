@@ -72,6 +72,7 @@ typedef enum kreplay_callback_tracing_kind_t {
   KREPLAY_CALLBACK_TRACING_CODE_OBJECT,        ///< module loads and kernel symbol registration
   KREPLAY_CALLBACK_TRACING_MEMORY_ALLOCATION,  ///< device memory allocation and free
   KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY,      ///< the replay loop: CONFIG and PASS
+  KREPLAY_CALLBACK_TRACING_RANGE_REPLAY,       ///< ranges of launches replayed as one unit
   KREPLAY_CALLBACK_TRACING_LAST,
 } kreplay_callback_tracing_kind_t;
 
@@ -130,6 +131,7 @@ typedef enum kreplay_decline_reason_t {
   KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED,     ///< a copy into snapshot storage failed
   KREPLAY_DECLINE_REASON_LAUNCH_FAILED,       ///< the launch itself failed; no further passes
   KREPLAY_DECLINE_REASON_PASS_TIMEOUT,        ///< a pass did not complete in time
+  KREPLAY_DECLINE_REASON_NOTHING_SELECTED,    ///< range: no launch of the range was selected
   KREPLAY_DECLINE_REASON_LAST,
 } kreplay_decline_reason_t;
 

@@ -101,6 +101,20 @@ class CounterBackend {
   virtual Status begin_pass(Launch& launch, std::span<CounterSet* const> sets) = 0;
   /// After the submission completed: the values of every armed set, in the order given.
   virtual Result<std::vector<std::vector<CounterValue>>> end_pass(Launch& launch) = 0;
+
+  /// Range replay: collect @p set over every launch submitted on the device until
+  /// end_range_pass. @p first_pass starts a new collection (a new range).
+  virtual Status begin_range_pass(CounterSet* set, bool first_pass) {
+    (void)set;
+    (void)first_pass;
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot count over ranges");
+  }
+  /// After the pass's @p launches launches completed: values per launch, in submission order
+  /// (empty when the set needs more passes).
+  virtual Result<std::vector<std::vector<CounterValue>>> end_range_pass(size_t launches) {
+    (void)launches;
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot count over ranges");
+  }
 };
 
 /// What the engine knows of an intercepted launch.
@@ -131,6 +145,13 @@ class Launch {
   /// Wait until the most recent submission completed; fill its timing.
   /// Returns DRAIN_TIMEOUT-like ERROR after @p timeout_ms (the work may still be running).
   virtual Status wait(uint64_t timeout_ms, PassTiming* timing) = 0;
+  /// After the application's submission: a self-contained copy (arguments and configuration
+  /// copied) that can be submitted again after the application's call returned and its buffers
+  /// are gone, and that waits for the submission just made. May move per-submission state out
+  /// of this object. nullptr when the backend cannot record the launch.
+  virtual std::unique_ptr<Launch> record() { return nullptr; }
+  /// Whether record() will succeed for this launch (asked before the submission).
+  virtual bool recordable() const { return false; }
 };
 
 /// A device, as the engine drives it.

@@ -57,6 +57,8 @@ const char* reason_text(kreplay_decline_reason_t r) {
 
 }  // namespace
 
+std::vector<DeviceSlot*>& detail::thread_windows() { return tls().windows; }
+
 void Engine::add_device(uint64_t agent, device::Device* dev) {
   std::unique_lock lock(slots_mu_);
   auto slot = std::make_unique<DeviceSlot>();
@@ -84,6 +86,7 @@ Options Engine::options() const {
 bool Engine::in_window() { return !tls().windows.empty(); }
 
 Engine::MemoryGuard Engine::guard_memory(uint64_t agent) {
+  range_barrier(agent, KREPLAY_RANGE_CLOSE_MEMORY);
   if (!hooks_.replay_configured()) return {};
   DeviceSlot* s = slot(agent);
   if (s == nullptr || tls().has_window(s)) return {};
@@ -125,6 +128,10 @@ DispatchState* Engine::enter(device::Launch& launch) {
   stats_.launches.fetch_add(1, std::memory_order_relaxed);
   st->reentrant = st->slot != nullptr && tls().has_window(st->slot);
 
+  if (st->slot && !st->reentrant && hooks_.range_configured()) {
+    range_enter(*st);
+    return st;
+  }
   if (!hooks_.any_dispatch_service()) {
     if (st->slot && !st->reentrant && hooks_.replay_configured())
       st->shared = std::shared_lock(st->slot->window_mu);
@@ -256,6 +263,11 @@ void Engine::begin_single_run(DispatchState& st) {
 }
 
 void Engine::exit(DispatchState* st, bool submitted) {
+  if (st->in_range) {
+    range_exit(*st, submitted);
+    release(st);
+    return;
+  }
   if (!st->window) {
     if (st->wait_needed) {
       st->timing = {};

@@ -27,11 +27,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <shared_mutex>
 #include <vector>
 
 #include "device/device.hpp"
 #include "kreplay/kernel_replay.h"
+#include "kreplay/range_replay.h"
 #include "replay/inventory.hpp"
 #include "replay/local_context.hpp"
 #include "replay/plan.hpp"
@@ -71,6 +73,15 @@ class LaunchWork final : public PassWork {
   device::Launch* launch_;
 };
 
+struct RangeLaunch;
+struct RangeState;
+
+struct RangeOptions {
+  uint64_t max_launches = 64;           ///< close a range at this many launches
+  enum class Marker { kNone, kCudaProfiler, kNvtx } marker = Marker::kNone;
+  std::string nvtx_name;                ///< kNvtx: the range name
+};
+
 /// Everything the engine knows about one logical dispatch while it runs.
 struct DispatchState {
   device::Launch* launch = nullptr;
@@ -98,6 +109,14 @@ struct DispatchState {
 
   /// Scratch owned by Hooks (per-pass service state); released by Hooks::end_dispatch.
   void* hook_data = nullptr;
+
+  // Range replay: this launch belongs to a range (its services are driven per range pass).
+  bool in_range = false;
+  RangeLaunch* range_launch = nullptr;      ///< set on the enter/exit state of the launch
+  std::unique_lock<std::mutex> range_lock;         ///< held from enter to exit of a range launch
+  /// Counter values of this launch for the current range pass (set by the engine before
+  /// after_complete); nullopt when the pass counted nothing.
+  std::optional<std::vector<device::CounterValue>> range_values;
 
   // Locks held between enter() and exit().
   std::shared_lock<std::shared_mutex> shared;
@@ -131,6 +150,50 @@ class Hooks {
   virtual void after_complete(DispatchState& st) = 0;
   /// The dispatch is over; release st.hook_data.
   virtual void end_dispatch(DispatchState& st) = 0;
+
+  // ---- range replay ----
+  /// Cheap: is a RANGE_REPLAY subscriber active?
+  virtual bool range_configured() = 0;
+  /// CONFIG ENTER / EXIT of a range (fill / read the RangeState's callbacks and outcome).
+  virtual void range_config_enter(RangeState& range) = 0;
+  virtual void range_config_exit(RangeState& range) = 0;
+  /// LAUNCH ENTER: a launch joins the range; returns whether the tool keeps it selected.
+  virtual bool range_launch(RangeState& range, DispatchState& launch) = 0;
+  /// PASS ENTER / EXIT of a range.
+  virtual void range_pass_enter(RangeState& range, LocalContextScope& local) = 0;
+  virtual void range_pass_exit(RangeState& range) = 0;
+  /// The counter set the services chose for @p launch in before_submit (in a range), or nullptr.
+  virtual device::CounterSet* armed_set(DispatchState& launch) = 0;
+};
+
+/// One launch recorded into a range.
+struct RangeLaunch {
+  std::unique_ptr<device::Launch> recorded;  ///< resubmittable copy
+  std::unique_ptr<DispatchState> st;         ///< the launch's state for the services
+  bool selected = true;
+  bool counted = false;                      ///< submitted inside the pass's counter session
+};
+
+/// A range of launches being recorded (pass 0) or replayed.
+struct RangeState {
+  kreplay_range_info_t info{};
+  uint64_t owner_thread = 0;
+  kreplay_correlation_id_t correlation{};
+  kreplay_range_replay_pass_count_cb_t pass_count = nullptr;
+  kreplay_range_replay_continue_cb_t replay_continue = nullptr;
+  kreplay_user_data_t user_data{};
+  bool config_fired = false;
+  Plan plan;
+  uint64_t pass = 0;
+  std::vector<std::unique_ptr<RangeLaunch>> launches;
+  std::vector<uint64_t> pre_active;
+  std::vector<std::pair<uint64_t, bool>> overrides;
+  Snapshot snapshot;
+  device::CounterSet* counter_set = nullptr;  ///< the current pass's counter session
+  device::PassTiming pass_timing{};
+  kreplay_range_outcome_record_t outcome{};
+  std::vector<kreplay_replay_interval_t> intervals;
+  std::vector<uint64_t> dispatch_ids;
 };
 
 struct DeviceSlot {
@@ -139,6 +202,10 @@ struct DeviceSlot {
   std::shared_mutex window_mu;
   StoragePool pool;
   std::mutex pool_mu;
+  // Range replay: at most one open range per device.
+  std::mutex range_mu;
+  std::unique_ptr<RangeState> range;
+  std::atomic<bool> range_open{false};
 };
 
 /// Counts since the process started (for progress lines and benchmarks).
@@ -148,6 +215,11 @@ struct EngineStats {
   std::atomic<uint64_t> declined{0};
   std::atomic<uint64_t> passes{0};
 };
+
+namespace detail {
+/// The devices whose window the calling thread holds (engine.cpp).
+std::vector<DeviceSlot*>& thread_windows();
+}  // namespace detail
 
 class Engine {
  public:
@@ -179,6 +251,18 @@ class Engine {
   /// Is a replay window open on this thread (for any device)?
   static bool in_window();
 
+  // ---- range replay (DESIGN.md §2b) ----
+  /// Before any call, from any thread, through which the host could observe or change device
+  /// memory: closes the open range of @p agent (0 = every device), running its remaining passes.
+  /// No-op when no range is open, and for kreplay's own calls inside the range machinery.
+  void range_barrier(uint64_t agent, kreplay_range_close_reason_t why);
+  /// A marker the application set: cudaProfilerStart/Stop or an NVTX range push/pop (@p name is
+  /// the range's name, for a pop the name of the range it closes).
+  enum class MarkerEvent { kProfilerStart, kProfilerStop, kNvtxPush, kNvtxPop };
+  void range_marker(MarkerEvent event, std::string_view name);
+  void set_range_options(const RangeOptions& options);
+  RangeOptions range_options() const;
+
   /// Give all snapshot storage back (e.g. when the application runs short of memory).
   void release_storage(uint64_t agent);
 
@@ -195,6 +279,13 @@ class Engine {
   /// resubmit, until the loop ends. Fills st.outcome.
   void run_passes(DispatchState& st, bool pass0_submitted);
   void release(DispatchState* st);
+  // ranges (range.cpp); the callers hold slot.range_mu
+  void range_enter(DispatchState& st);
+  void range_exit(DispatchState& st, bool submitted);
+  bool open_range(DeviceSlot& slot, DispatchState& first);
+  void add_to_range(DeviceSlot& slot, DispatchState& st);
+  void close_range(DeviceSlot& slot, kreplay_range_close_reason_t why);
+  bool range_markers_allow() const;
 
   Hooks& hooks_;
   MemoryInventory& inventory_;
@@ -204,6 +295,11 @@ class Engine {
   mutable std::shared_mutex slots_mu_;
   std::atomic<uint64_t> next_dispatch_id_{1};
   std::atomic<uint64_t> next_correlation_id_{1};
+  std::atomic<uint64_t> next_range_id_{1};
+  mutable std::mutex range_options_mu_;
+  RangeOptions range_options_;
+  std::atomic<bool> profiler_active_{false};
+  std::atomic<int64_t> nvtx_depth_{0};
   EngineStats stats_;
 };
 

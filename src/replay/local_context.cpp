@@ -16,6 +16,12 @@ LocalContextScope::LocalContextScope(std::vector<uint64_t> pre_active)
   tl_scope = this;
 }
 
+LocalContextScope::LocalContextScope(std::vector<uint64_t> pre_active,
+                                     std::vector<std::pair<uint64_t, bool>> overrides)
+    : pre_active_(std::move(pre_active)), overrides_(std::move(overrides)), outer_(tl_scope) {
+  tl_scope = this;
+}
+
 LocalContextScope::~LocalContextScope() { tl_scope = outer_; }
 
 kreplay_status_t LocalContextScope::set(uint64_t context, bool enabled) {

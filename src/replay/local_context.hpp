@@ -20,6 +20,9 @@ class LocalContextScope {
  public:
   /// @param pre_active handles of the contexts globally active as the loop begins.
   explicit LocalContextScope(std::vector<uint64_t> pre_active);
+  /// Resume a loop's state on this thread (range replay: a loop spans several API calls).
+  LocalContextScope(std::vector<uint64_t> pre_active,
+                    std::vector<std::pair<uint64_t, bool>> overrides);
   ~LocalContextScope();
   LocalContextScope(const LocalContextScope&) = delete;
   LocalContextScope& operator=(const LocalContextScope&) = delete;
@@ -29,6 +32,8 @@ class LocalContextScope {
 
   kreplay_status_t set(uint64_t context, bool enabled);
   std::optional<bool> get(uint64_t context) const;
+  const std::vector<uint64_t>& pre_active() const { return pre_active_; }
+  const std::vector<std::pair<uint64_t, bool>>& overrides() const { return overrides_; }
 
  private:
   std::vector<uint64_t> pre_active_;

@@ -87,6 +87,7 @@ const char* kind_name(kreplay_callback_tracing_kind_t kind) {
     case KREPLAY_CALLBACK_TRACING_CODE_OBJECT: return "CODE_OBJECT";
     case KREPLAY_CALLBACK_TRACING_MEMORY_ALLOCATION: return "MEMORY_ALLOCATION";
     case KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY: return "KERNEL_REPLAY";
+    case KREPLAY_CALLBACK_TRACING_RANGE_REPLAY: return "RANGE_REPLAY";
     default: return nullptr;
   }
 }
@@ -103,6 +104,13 @@ const char* operation_name(kreplay_callback_tracing_kind_t kind, uint32_t op) {
       if (op == KREPLAY_MEMORY_ALLOCATION_ALLOCATE) return "ALLOCATE";
       if (op == KREPLAY_MEMORY_ALLOCATION_FREE) return "FREE";
       return nullptr;
+    case KREPLAY_CALLBACK_TRACING_RANGE_REPLAY:
+      switch (op) {
+        case KREPLAY_RANGE_REPLAY_CONFIG: return "CONFIG";
+        case KREPLAY_RANGE_REPLAY_PASS: return "PASS";
+        case KREPLAY_RANGE_REPLAY_LAUNCH: return "LAUNCH";
+        default: return nullptr;
+      }
     case KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY:
       switch (op) {
         case KREPLAY_KERNEL_REPLAY_CONFIG: return "CONFIG";
@@ -154,6 +162,24 @@ const char* kreplay_get_decline_reason_name(kreplay_decline_reason_t reason) {
     case KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED: return "snapshot_failed";
     case KREPLAY_DECLINE_REASON_LAUNCH_FAILED: return "launch_failed";
     case KREPLAY_DECLINE_REASON_PASS_TIMEOUT: return "pass_timeout";
+    case KREPLAY_DECLINE_REASON_NOTHING_SELECTED: return "nothing_selected";
+    default: return nullptr;
+  }
+}
+
+const char* kreplay_get_range_close_reason_name(kreplay_range_close_reason_t reason) {
+  switch (reason) {
+    case KREPLAY_RANGE_CLOSE_NONE: return "";
+    case KREPLAY_RANGE_CLOSE_SYNCHRONIZE: return "synchronize";
+    case KREPLAY_RANGE_CLOSE_MEMORY: return "memory";
+    case KREPLAY_RANGE_CLOSE_OTHER_STREAM: return "other_stream";
+    case KREPLAY_RANGE_CLOSE_OTHER_THREAD: return "other_thread";
+    case KREPLAY_RANGE_CLOSE_MARKER: return "marker";
+    case KREPLAY_RANGE_CLOSE_LAUNCH_LIMIT: return "launch_limit";
+    case KREPLAY_RANGE_CLOSE_GRAPH: return "graph";
+    case KREPLAY_RANGE_CLOSE_MODULE: return "module";
+    case KREPLAY_RANGE_CLOSE_EXIT: return "exit";
+    case KREPLAY_RANGE_CLOSE_OTHER: return "other";
     default: return nullptr;
   }
 }
@@ -244,6 +270,14 @@ kreplay_status_t kreplay_configure_kernel_replay_options(
   return firewall([&] {
     if (options == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "options is NULL");
     return report(Runtime::get().set_replay_options(*options));
+  });
+}
+
+kreplay_status_t kreplay_configure_range_replay_options(
+    const kreplay_range_replay_options_t* options) {
+  return firewall([&] {
+    if (options == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "options is NULL");
+    return report(Runtime::get().set_range_options(*options));
   });
 }
 

@@ -205,7 +205,7 @@ bool SdkHooks::before_submit(replay::DispatchState& st) {
       }
     }
   }
-  if (!d->sets.empty()) {
+  if (!d->sets.empty() && !st.in_range) {
     const AgentEntry* agent = rt_.agent(st.info.agent_id.handle);
     device::CounterBackend* backend =
         agent && agent->device ? agent->device->counters() : nullptr;
@@ -226,9 +226,21 @@ void SdkHooks::after_complete(replay::DispatchState& st) {
   if (d == nullptr) return;
   const bool completed = st.timing.end_ns != 0;
   if (!d->sets.empty()) {
-    const AgentEntry* agent = rt_.agent(st.info.agent_id.handle);
-    device::CounterBackend* backend = agent->device->counters();
-    auto values = backend->end_pass(*st.launch);
+    Result<std::vector<std::vector<device::CounterValue>>> values =
+        std::vector<std::vector<device::CounterValue>>{};
+    if (st.in_range) {
+      // The engine ran one counter session over the range's pass: this launch's values apply to
+      // the armed configs that chose the session's set.
+      if (st.range_values) {
+        for (size_t i = 0; i < d->armed.size(); ++i) {
+          values->push_back(d->sets[i] == d->sets[0] ? *st.range_values
+                                                     : std::vector<device::CounterValue>{});
+        }
+      }
+    } else {
+      const AgentEntry* agent = rt_.agent(st.info.agent_id.handle);
+      values = agent->device->counters()->end_pass(*st.launch);
+    }
     if (!completed) {
       // Nothing ran (or the pass timed out): no values to report.
     } else if (!values.ok()) {
@@ -279,6 +291,92 @@ void SdkHooks::after_complete(replay::DispatchState& st) {
   d->traced.clear();
   d->armed.clear();
   d->sets.clear();
+}
+
+device::CounterSet* SdkHooks::armed_set(replay::DispatchState& st) {
+  auto* d = static_cast<HookData*>(st.hook_data);
+  return d != nullptr && !d->sets.empty() ? d->sets[0] : nullptr;
+}
+
+bool SdkHooks::range_configured() {
+  Context* c = rt_.registry().range_context();
+  return c != nullptr && c->active.load(std::memory_order_acquire);
+}
+
+void SdkHooks::deliver_range(replay::RangeState& r, uint32_t op, kreplay_callback_phase_t phase,
+                             replay::LocalContextScope* local, replay::DispatchState* launch,
+                             bool* selected) {
+  Context* c = rt_.registry().range_context();
+  if (c == nullptr) return;
+  const auto& sub = c->callbacks[KREPLAY_CALLBACK_TRACING_RANGE_REPLAY];
+  if (!sub.wants(op)) return;
+  kreplay_callback_tracing_range_replay_data_t payload{};
+  payload.size = sizeof(payload);
+  payload.range = r.info;
+  payload.launch_selected = 1;
+  if (op == KREPLAY_RANGE_REPLAY_PASS) {
+    payload.current_pass = r.pass;
+    payload.total_passes = r.plan.indefinite ? 0 : r.plan.requested;
+    payload.replay_start_context = &replay::replay_start_context;
+    payload.replay_stop_context = &replay::replay_stop_context;
+    if (phase == KREPLAY_CALLBACK_PHASE_EXIT) {
+      payload.start_timestamp = r.pass_timing.start_ns;
+      payload.end_timestamp = r.pass_timing.end_ns;
+    }
+  }
+  if (op == KREPLAY_RANGE_REPLAY_CONFIG && phase == KREPLAY_CALLBACK_PHASE_EXIT)
+    payload.outcome = &r.outcome;
+  if (launch != nullptr) payload.dispatch_info = launch->info;
+  kreplay_user_data_t user_data = r.user_data;
+  kreplay_callback_tracing_record_t rec{};
+  rec.context_id.handle = c->handle;
+  rec.thread_id = thread_id();
+  rec.correlation_id = r.correlation;
+  rec.kind = KREPLAY_CALLBACK_TRACING_RANGE_REPLAY;
+  rec.operation = op;
+  rec.phase = phase;
+  rec.payload = &payload;
+  if (op == KREPLAY_RANGE_REPLAY_CONFIG && phase == KREPLAY_CALLBACK_PHASE_ENTER) {
+    user_data = {};
+    guarded("range CONFIG", [&] { sub.callback(rec, &user_data, sub.args); });
+    r.pass_count = payload.replay_pass_count;
+    r.replay_continue = payload.replay_continue;
+    r.user_data = user_data;
+    r.config_fired = true;
+    return;
+  }
+  if (local) local->arm(true);
+  guarded("range", [&] { sub.callback(rec, &user_data, sub.args); });
+  if (local) local->arm(false);
+  if (selected) *selected = payload.launch_selected != 0;
+}
+
+void SdkHooks::range_config_enter(replay::RangeState& r) {
+  deliver_range(r, KREPLAY_RANGE_REPLAY_CONFIG, KREPLAY_CALLBACK_PHASE_ENTER, nullptr, nullptr,
+                nullptr);
+}
+
+void SdkHooks::range_config_exit(replay::RangeState& r) {
+  if (!r.config_fired) return;
+  deliver_range(r, KREPLAY_RANGE_REPLAY_CONFIG, KREPLAY_CALLBACK_PHASE_EXIT, nullptr, nullptr,
+                nullptr);
+}
+
+bool SdkHooks::range_launch(replay::RangeState& r, replay::DispatchState& launch) {
+  bool selected = true;
+  deliver_range(r, KREPLAY_RANGE_REPLAY_LAUNCH, KREPLAY_CALLBACK_PHASE_ENTER, nullptr, &launch,
+                &selected);
+  return selected;
+}
+
+void SdkHooks::range_pass_enter(replay::RangeState& r, replay::LocalContextScope& local) {
+  deliver_range(r, KREPLAY_RANGE_REPLAY_PASS, KREPLAY_CALLBACK_PHASE_ENTER, &local, nullptr,
+                nullptr);
+}
+
+void SdkHooks::range_pass_exit(replay::RangeState& r) {
+  deliver_range(r, KREPLAY_RANGE_REPLAY_PASS, KREPLAY_CALLBACK_PHASE_EXIT, nullptr, nullptr,
+                nullptr);
 }
 
 void SdkHooks::end_dispatch(replay::DispatchState& st) {

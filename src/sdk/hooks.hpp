@@ -20,10 +20,20 @@ class SdkHooks final : public replay::Hooks {
   bool before_submit(replay::DispatchState& st) override;
   void after_complete(replay::DispatchState& st) override;
   void end_dispatch(replay::DispatchState& st) override;
+  bool range_configured() override;
+  void range_config_enter(replay::RangeState& range) override;
+  void range_config_exit(replay::RangeState& range) override;
+  bool range_launch(replay::RangeState& range, replay::DispatchState& launch) override;
+  void range_pass_enter(replay::RangeState& range, replay::LocalContextScope& local) override;
+  void range_pass_exit(replay::RangeState& range) override;
+  device::CounterSet* armed_set(replay::DispatchState& launch) override;
 
  private:
   void deliver_pass(replay::DispatchState& st, kreplay_callback_phase_t phase,
                     replay::LocalContextScope* local);
+  void deliver_range(replay::RangeState& range, uint32_t op, kreplay_callback_phase_t phase,
+                     replay::LocalContextScope* local, replay::DispatchState* launch,
+                     bool* selected);
   Runtime& rt_;
 };
 

@@ -10,6 +10,7 @@ uint32_t operation_limit(kreplay_callback_tracing_kind_t kind) {
     case KREPLAY_CALLBACK_TRACING_CODE_OBJECT: return KREPLAY_CODE_OBJECT_LAST;
     case KREPLAY_CALLBACK_TRACING_MEMORY_ALLOCATION: return KREPLAY_MEMORY_ALLOCATION_LAST;
     case KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY: return KREPLAY_KERNEL_REPLAY_LAST;
+    case KREPLAY_CALLBACK_TRACING_RANGE_REPLAY: return KREPLAY_RANGE_REPLAY_LAST;
     default: return 0;
   }
 }
@@ -115,6 +116,13 @@ Status Registry::configure_callback(uint64_t handle, kreplay_callback_tracing_ki
                    "another context already subscribes to KERNEL_REPLAY (one per process)");
     }
     replay_context_ = c;
+  }
+  if (kind == KREPLAY_CALLBACK_TRACING_RANGE_REPLAY) {
+    if (range_context_ != nullptr) {
+      return Error(KREPLAY_STATUS_ERROR_SERVICE_ALREADY_CONFIGURED,
+                   "another context already subscribes to RANGE_REPLAY (one per process)");
+    }
+    range_context_ = c;
   }
   c->callbacks[kind] = CallbackSubscription{callback, args, mask};
   recount_locked();

@@ -43,6 +43,7 @@ struct Context {
   bool dispatch_level() const {
     return callbacks[KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH].callback != nullptr ||
            callbacks[KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY].callback != nullptr ||
+           callbacks[KREPLAY_CALLBACK_TRACING_RANGE_REPLAY].callback != nullptr ||
            counting.configured();
   }
 };
@@ -70,6 +71,8 @@ class Registry {
 
   /// The single KERNEL_REPLAY subscriber, or nullptr.
   Context* replay_context() const { return replay_context_; }
+  /// The single RANGE_REPLAY subscriber, or nullptr.
+  Context* range_context() const { return range_context_; }
   /// Number of active contexts that run per-dispatch services.
   bool any_dispatch_level_active() const {
     return active_dispatch_level_.load(std::memory_order_acquire) > 0;
@@ -82,6 +85,7 @@ class Registry {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Context>> contexts_;
   Context* replay_context_ = nullptr;
+  Context* range_context_ = nullptr;
   std::atomic<bool> configuring_{false};
   uint32_t configuring_client_ = 0;
   std::atomic<uint32_t> active_dispatch_level_{0};

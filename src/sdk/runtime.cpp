@@ -52,6 +52,31 @@ replay::Options options_from_env() {
   return o;
 }
 
+// "", "cuda-profiler" or "nvtx:NAME" → RangeOptions; false when malformed.
+bool parse_marker(std::string_view text, replay::RangeOptions* o) {
+  if (text.empty()) {
+    o->marker = replay::RangeOptions::Marker::kNone;
+  } else if (text == "cuda-profiler") {
+    o->marker = replay::RangeOptions::Marker::kCudaProfiler;
+  } else if (text.substr(0, 5) == "nvtx:" && text.size() > 5) {
+    o->marker = replay::RangeOptions::Marker::kNvtx;
+    o->nvtx_name = std::string(text.substr(5));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+replay::RangeOptions range_options_from_env() {
+  replay::RangeOptions o;
+  int64_t max = env::get_int("KREPLAY_RANGE_MAX_LAUNCHES", 64);
+  if (max > 0) o.max_launches = static_cast<uint64_t>(max);
+  if (auto m = env::get("KREPLAY_RANGE_MARKERS"); m && !parse_marker(*m, &o)) {
+    KR_WARN("KREPLAY_RANGE_MARKERS='{}' is not a marker; use cuda-profiler or nvtx:NAME", *m);
+  }
+  return o;
+}
+
 void run_finalize_at_exit() { Runtime::get().finalize(); }
 
 }  // namespace
@@ -66,6 +91,7 @@ Runtime::Runtime() {
   hooks_ = std::make_unique<SdkHooks>(*this);
   engine_ = std::make_unique<replay::Engine>(*hooks_, inventory_);
   engine_->set_options(options_from_env());
+  engine_->set_range_options(range_options_from_env());
   replay::set_context_exists_fn(
       [](uint64_t handle) { return Runtime::get().registry().find(handle) != nullptr; });
 }
@@ -245,8 +271,29 @@ void Runtime::finalize_client(kreplay_client_id_t id) {
   }
 }
 
+Status Runtime::set_range_options(const kreplay_range_replay_options_t& o) {
+  if (!registry_.configuring()) {
+    return Error(KREPLAY_STATUS_ERROR_CONFIGURATION_LOCKED,
+                 "range options can only be set during a tool's initialize function");
+  }
+  if (o.size < KREPLAY_STRUCT_SIZE(kreplay_range_replay_options_t, marker)) {
+    return Error(KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI, "options->size is too small");
+  }
+  replay::RangeOptions r = engine_->range_options();
+  if (o.max_launches != 0) r.max_launches = o.max_launches;
+  if (o.marker != nullptr && !parse_marker(o.marker, &r)) {
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                 std::string("range marker '") + o.marker +
+                     "' is not one of cuda-profiler or nvtx:NAME");
+  }
+  engine_->set_range_options(r);
+  return Status::Ok();
+}
+
 void Runtime::finalize() {
   if (finalized_.exchange(true)) return;
+  // A range still open at exit is closed (its passes run) before the tools finalize.
+  engine_->range_barrier(0, KREPLAY_RANGE_CLOSE_EXIT);
   std::lock_guard lock(tools_mu_);
   for (auto it = tools_.rbegin(); it != tools_.rend(); ++it) finalize_tool(*it);
 }

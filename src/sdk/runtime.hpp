@@ -74,6 +74,7 @@ class Runtime {
 
   Status force_configure(kreplay_configure_func_t fn);
   Status set_replay_options(const kreplay_kernel_replay_options_t& options);
+  Status set_range_options(const kreplay_range_replay_options_t& options);
 
   /// Fire a callback-tracing event of a non-dispatch kind to every active subscriber.
   void notify(kreplay_callback_tracing_kind_t kind, uint32_t operation,

@@ -3,14 +3,15 @@
 // by a signal part-way through, after some launches have completed.
 //
 //   kreplay-cli-test-app [--launches N] [--sleep-ms MS] [--exit-code C]
-//                        [--die term|segv|abort --after K] [--untracked-from K]
+//                        [--die term|segv|abort|kill --after K] [--untracked-from K]
 //
 // It runs N launches (default 4) of one kernel, bump(unsigned* x, unsigned n): x[i] += i + 1 and,
 // on thread 0, one atomic increment of a module-scope launch counter. bump is not idempotent, so
 // the result is right only if a replaying tool restored memory between passes. With --sleep-ms
 // every launch takes at least MS milliseconds (thread 0 sleeps). With --die the process waits for
 // launch K to complete, prints "cli-test-app: dying by <sig>" and dies by the signal (a real
-// invalid write for segv, abort() for abort, raise(SIGTERM) for term). Otherwise it checks the
+// invalid write for segv, abort() for abort, raise(SIGTERM) for term, raise(SIGKILL) for kill, which
+// no handler sees). Otherwise it checks the
 // result, prints "cli-test-app: OK" (or what differed) and exits with --exit-code (default 0), or
 // 1 when the check failed. With --untracked-from K, memory that replay cannot track is allocated
 // before launch K and freed after the last one, so launches K..N are declined (UNTRACKED_MEMORY).
@@ -63,7 +64,7 @@ T check(kreplay::Result<T> r, const char* what) {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "cli-test-app: %s\nusage: kreplay-cli-test-app [--launches N] [--sleep-ms MS] "
-               "[--exit-code C] [--die term|segv|abort --after K] [--untracked-from K]\n",
+               "[--exit-code C] [--die term|segv|abort|kill --after K] [--untracked-from K]\n",
                why);
   std::exit(64);
 }
@@ -84,6 +85,8 @@ uint32_t number(int argc, char** argv, int* i) {
     *reinterpret_cast<volatile int*>(address) = 1;  // NOLINT   compiler derived from UB
   } else if (how == "abort") {
     std::abort();
+  } else if (how == "kill") {
+    std::raise(SIGKILL);
   } else {
     std::raise(SIGTERM);
   }
@@ -108,9 +111,10 @@ int main(int argc, char** argv) {
     } else if (a == "--after") {
       after = number(argc, argv, &i);
     } else if (a == "--die") {
-      if (i + 1 >= argc) usage("--die needs term, segv or abort");
+      if (i + 1 >= argc) usage("--die needs term, segv, abort or kill");
       die_by = argv[++i];
-      if (die_by != "term" && die_by != "segv" && die_by != "abort") usage("unknown --die");
+      if (die_by != "term" && die_by != "segv" && die_by != "abort" && die_by != "kill")
+        usage("unknown --die");
     } else {
       usage("unknown option");
     }

@@ -13,7 +13,7 @@ Where the binaries are comes from the environment (ctest sets it; see CMakeLists
                         $KREPLAY_BUILD_DIR/bin/...
   CMAKE_COMMAND         cmake (install test)
 
-Run one file by hand:  KREPLAY_BUILD_DIR=/tmp/build python3 tests/cli/test_outputs.py -v
+Run one file by hand:  KREPLAY_BUILD_DIR=/tmp/build python3 -B tests/cli/test_outputs.py -v
 """
 
 import csv
@@ -85,8 +85,11 @@ def run(args, cwd, env=None, timeout=180, kreplay=None):
     # The tests pin what kreplay prints at its default level.
     for var in ("KREPLAY_LOG_LEVEL", "KREPLAY_TOOL_LIBRARIES", "KREPLAY_TOOL_CONFIG"):
         full_env.pop(var, None)
-    if env:
-        full_env.update(env)
+    for key, value in (env or {}).items():  # None removes a variable
+        if value is None:
+            full_env.pop(key, None)
+        else:
+            full_env[key] = value
     cmd = [kreplay or KREPLAY] + [str(a) for a in args]
     p = subprocess.run(cmd, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=timeout)
@@ -119,7 +122,8 @@ def output_lines(result):
         m = re.match(r"^==KREPLAY== output: (.+)$", line)
         if m:
             path = m.group(1).strip()
-            out.append(path if os.path.isabs(path) else os.path.join(result.cwd, path))
+            out.append(os.path.normpath(path if os.path.isabs(path) else
+                                        os.path.join(result.cwd, path)))
     return out
 
 

@@ -84,6 +84,26 @@ class ApplicationModeJobs(InputFileCase):
         # the second job sets output_directory; the first takes it from -d: both say "out"
         self.check_two_runs(self.kreplay("-i", path, "-d", "out", "--", e2e.SAMPLE_APP))
 
+    def test_timing_job_is_a_run_that_times_every_launch(self):
+        # plan.hpp: in application mode a timing_pass job is a run of its own (rocprofv3 dropped
+        # it); its launches run once with counters stopped, and their time is what it collects
+        path = self.write("timing.yaml", "jobs:\n  - pmc: [ops]\n  - timing_pass: true\n")
+        r = self.kreplay("-i", path, "-d", "out", "--", e2e.SAMPLE_APP)
+        self.assertEqual(r.rc, 0, str(r))
+        self.assertEqual(r.stdout.count("sample-app: OK"), 2, str(r))
+        db = [p for p in e2e.find_files(self.tmp, "*_results.db") if "/pass_" not in p][0]
+        self.assertEqual(e2e.rows(db, "SELECT count(*) AS n FROM counters WHERE app_pass = 2")
+                         [0]["n"], 0, "the timing run collects no counters")
+        timed = e2e.rows(db, "SELECT dispatch_id, start_ns, end_ns FROM dispatches WHERE "
+                             "app_pass = 2")
+        self.assertEqual(len(timed), 10)
+        for d in timed:
+            self.assertGreater(d["start_ns"], 0, "a timing run must time its launches: {}"
+                               .format(d))
+            self.assertLess(d["start_ns"], d["end_ns"], d)
+        self.assertEqual(e2e.rows(db, "SELECT count(*) AS n FROM passes WHERE app_pass = 2")
+                         [0]["n"], 10, "one pass row per launch of the timing run")
+
     def test_job_with_two_groups_is_replayed_in_its_run(self):
         path = self.write("jobs.yml", "jobs:\n"
                                       "  - pmc: [threads_launched]\n"

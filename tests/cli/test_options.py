@@ -127,7 +127,8 @@ class ApplicationReplay(e2e.KreplayTestCase):
         out = os.path.join(self.tmp, "out")
         pass_dbs = [self.one_file(os.path.join(out, "pass_%d" % k), "*_results.db", r)
                     for k in (1, 2)]
-        self.assertEqual(sorted(os.listdir(out))[-2:], ["pass_1", "pass_2"])
+        for k in (1, 2):
+            self.assertTrue(os.path.isdir(os.path.join(out, "pass_%d" % k)), "pass_%d/" % k)
         merged = [p for p in e2e.find_files(out, "*_results.db") if "/pass_" not in p]
         self.assertEqual(len(merged), 1, "expected one merged database in out/: {}\n{}".format(
             merged, r))
@@ -159,6 +160,48 @@ class ApplicationReplay(e2e.KreplayTestCase):
         for k, db in enumerate(pass_dbs, start=1):
             self.assertEqual([x["app_pass"] for x in e2e.rows(db, "SELECT app_pass FROM run")], [k])
         self.assertEqual(len(e2e.tally(r)), 2, str(r))
+        # the merged file's views span both runs: app_pass 1 has threads_launched, 2 has ops
+        view = e2e.rows(merged, "SELECT app_pass, threads_launched, ops FROM dispatch_counters")
+        self.assertEqual(len(view), 20)
+        for row in view:
+            self.assertEqual((row["threads_launched"] is None, row["ops"] is None),
+                             (row["app_pass"] == 2, row["app_pass"] == 1), row)
+
+    def merged_and_passes(self, r, top):
+        dbs = e2e.find_files(top, "*_results.db")
+        merged = [p for p in dbs if "/pass_" not in p]
+        per_pass = [p for p in dbs if "/pass_" in p]
+        self.assertEqual(len(merged), 1, "one merged database: {}\n{}".format(dbs, r))
+        self.assertEqual(len(per_pass), 2, "one database per run: {}\n{}".format(dbs, r))
+        self.assertEqual([x["app_pass"] for x in e2e.rows(merged[0], "SELECT app_pass FROM run "
+                                                                     "ORDER BY app_pass")], [1, 2])
+        return merged[0], per_pass
+
+    def test_absolute_output_file(self):
+        # An absolute -o ignores -d; each run must still get its own pass_k place, and the
+        # merged database goes where a single run's would.
+        base = os.path.join(self.tmp, "abs", "res")
+        r = self.kreplay("--pmc", "threads_launched", "--pmc", "ops", "--replay-mode",
+                         "application", "-o", base, "--", e2e.SAMPLE_APP)
+        self.assertEqual(r.rc, 0, str(r))
+        self.assertEqual([l for l in r.kreplay_lines if " error:" in l], [], str(r))
+        self.assertFalse(any("exists" in l for l in r.kreplay_lines),
+                         "the second run collided with the first\n{}".format(r))
+        merged, _ = self.merged_and_passes(r, os.path.join(self.tmp, "abs"))
+        self.assertEqual(merged, base + "_results.db")
+
+    def test_ppid_in_the_directory(self):
+        # %ppid% is kreplay's pid for the application: the merged database must land in the same
+        # directory as pass_1/ and pass_2/
+        r = self.kreplay("--pmc", "threads_launched", "--pmc", "ops", "--replay-mode",
+                         "application", "-d", "out_%ppid%", "--", e2e.SAMPLE_APP)
+        self.assertEqual(r.rc, 0, str(r))
+        tops = [d for d in os.listdir(self.tmp) if d.startswith("out_")]
+        self.assertEqual(len(tops), 1, "pass_k directories and the merged database are in "
+                                       "different places: {}\n{}".format(tops, r))
+        merged, _ = self.merged_and_passes(r, os.path.join(self.tmp, tops[0]))
+        for k in (1, 2):
+            self.assertTrue(os.path.isdir(os.path.join(self.tmp, tops[0], "pass_%d" % k)))
 
 
 class OutputOptions(e2e.KreplayTestCase):
@@ -238,24 +281,43 @@ class Summary(e2e.KreplayTestCase):
         head = [i for i, l in enumerate(lines) if "Kernel summary:" in l]
         self.assertEqual(len(head), 1, str(r))
         self.assertIn("2 kernel(s), 10 launch(es)", lines[head[0]])
-        header = lines[head[0] + 1].split()[1:]
+        def cells(line):  # columns are separated by two blanks or more
+            return re.split(r"\s{2,}", line[len(e2e.TAG):].strip())
+
+        header = cells(lines[head[0] + 1])
         self.assertEqual(header[:7], ["Time(%)", "Total", "Avg", "Min", "Max", "Launches",
                                       "Passes"])
         self.assertEqual(header[7:9], ["threads_launched", "ops"])
         self.assertEqual(header[-1], "Kernel")
         table = {}
         for line in lines[head[0] + 2:head[0] + 4]:
-            cells = line.split()[1:]
-            table[short(" ".join(cells[9:]))] = cells
+            row = cells(line)
+            self.assertEqual(len(row), len(header), line)
+            table[short(row[-1])] = row
         self.assertEqual(sorted(table), ["scale_add", "sum_reduce"], str(r))
         self.assertEqual(table["scale_add"][5:7], ["6", "12"])   # launches, passes
         self.assertEqual(table["sum_reduce"][5:7], ["4", "8"])
         self.assertEqual(table["scale_add"][7], str(THREADS["scale_add"]))
         self.assertEqual(table["sum_reduce"][7], str(THREADS["sum_reduce"]))
+        self.assertEqual(table["scale_add"][8], "2000")  # 2 operations per element, n = 1000
+        shares = [float(table[k][0].rstrip("%")) for k in table]
+        self.assertAlmostEqual(sum(shares), 100.0, delta=0.2)
         totals = [l for l in lines if "Totals:" in l]
         self.assertEqual(len(totals), 1, str(r))
         self.assertIn("10 launches, 10 replayed, 0 declined, 0 not selected, 20 passes, "
                       "exit code 0", totals[0])
+
+    def test_summary_without_counters_times_the_kernels(self):
+        # no counters: the summary (and the database) still hold each launch's time
+        r = self.sample("--summary")
+        rows = [l for l in r.kreplay_lines if re.search(r"\s(scale_add|sum_reduce)\(", l)]
+        self.assertEqual(len(rows), 2, str(r))
+        for line in rows:
+            total = re.split(r"\s{2,}", line[len(e2e.TAG):].strip())[1]
+            self.assertNotEqual(total, "0 ns", "a kernel that ran took time\n{}".format(r))
+        for d in e2e.rows(self.db_of(r), "SELECT start_ns, end_ns FROM dispatches"):
+            self.assertGreater(d["start_ns"], 0, d)
+            self.assertLess(d["start_ns"], d["end_ns"], d)
 
     def test_no_summary_without_the_flag(self):
         r = self.sample("--pmc", "ops")
@@ -364,12 +426,16 @@ class GeneralOptions(e2e.KreplayTestCase):
         r = self.sample("--log-level", "error", "--pmc", "ops")
         self.assertEqual(r.kreplay_lines, [], str(r))
 
-    def test_log_level_debug_prints_more_than_the_default(self):
-        default = self.sample("--pmc", "ops", "--pmc", "threads_launched", "-d", "a")
-        debug = self.sample("--log-level", "debug", "--pmc", "ops", "--pmc", "threads_launched",
-                            "-d", "b")
+    def test_log_level_debug_reaches_the_tool(self):
+        # launches 2.. are declined (untracked memory); the engine explains each at debug level
+        args = ["--pmc", "ops", "--pmc", "threads_launched", "--", e2e.TEST_APP, "--launches", "3",
+                "--untracked-from", "2"]
+        default = self.kreplay_ok(*(["-d", "a"] + args))
+        debug = self.kreplay_ok(*(["--log-level", "debug", "-d", "b"] + args))
+        declined = re.compile(r"^==KREPLAY== .*dispatch \d+ declined")
+        self.assertEqual([l for l in default.kreplay_lines if declined.match(l)], [], str(default))
+        self.assertEqual(len([l for l in debug.kreplay_lines if declined.match(l)]), 2, str(debug))
         self.assertEqual(len(e2e.tally(debug)), 1, str(debug))
-        self.assertGreater(len(debug.kreplay_lines), len(default.kreplay_lines), str(debug))
         self.assertEqual(json.loads(e2e.rows(self.db_of(debug, os.path.join(self.tmp, "b")),
                                              "SELECT environment FROM run")[0]["environment"])
                          .get("KREPLAY_LOG_LEVEL"), "debug")

@@ -44,6 +44,26 @@ uint64_t digest(const std::byte* p, uint64_t n) {
   return h ^ n;
 }
 
+// Values of @p names from one execution record.
+std::vector<device::CounterValue> values_of(const std::vector<std::string>& names,
+                                            const ExecRecord* rec) {
+  std::vector<device::CounterValue> vals;
+  for (const auto& n : names) {
+    double v = 0;
+    if (rec != nullptr) {
+      if (n == "threads_launched") v = static_cast<double>(rec->threads);
+      else if (n == "blocks_launched") v = static_cast<double>(rec->blocks);
+      else if (n == "bytes_written") v = static_cast<double>(rec->bytes_written);
+      else if (n == "bytes_read") v = static_cast<double>(rec->bytes_read);
+      else if (n == "ops") v = static_cast<double>(rec->ops);
+      else if (n == "launches") v = 1;
+      else if (n == "duration_ns") v = static_cast<double>(rec->end_ns - rec->start_ns);
+    }
+    vals.push_back({n, v});
+  }
+  return vals;
+}
+
 }  // namespace
 
 // Runs a kernel function over the grid on the calling (worker) thread.
@@ -324,23 +344,44 @@ Result<std::vector<std::vector<device::CounterValue>>> HostDevice::end_pass(devi
   std::vector<std::vector<device::CounterValue>> out;
   const ExecRecord* rec = hl->last.get();
   for (const auto& names : hl->armed) {
-    auto& vals = out.emplace_back();
-    for (const auto& n : names) {
-      double v = 0;
-      if (rec != nullptr && !hl->record_only) {
-        if (n == "threads_launched") v = static_cast<double>(rec->threads);
-        else if (n == "blocks_launched") v = static_cast<double>(rec->blocks);
-        else if (n == "bytes_written") v = static_cast<double>(rec->bytes_written);
-        else if (n == "bytes_read") v = static_cast<double>(rec->bytes_read);
-        else if (n == "ops") v = static_cast<double>(rec->ops);
-        else if (n == "launches") v = 1;
-        else if (n == "duration_ns") v = static_cast<double>(rec->end_ns - rec->start_ns);
-      }
-      vals.push_back({n, v});
-    }
+    out.push_back(values_of(names, hl->record_only ? nullptr : rec));
   }
   hl->armed.clear();
   return out;
+}
+
+void HostDevice::note_submission(const std::shared_ptr<ExecRecord>& rec) {
+  std::lock_guard lock(range_mu_);
+  if (range_active_) range_records_.push_back(rec);
+}
+
+Status HostDevice::begin_range_pass(device::CounterSet* set, bool /*first_pass*/) {
+  if (set->names().size() > counters_per_pass_) {
+    return Error(KREPLAY_STATUS_ERROR_EXCEEDS_HW_LIMIT,
+                 fmt::format("the config needs {} counters; the host device collects {} per pass",
+                             set->names().size(), counters_per_pass_));
+  }
+  std::lock_guard lock(range_mu_);
+  range_active_ = true;
+  range_names_ = set->names();
+  range_records_.clear();
+  return Status::Ok();
+}
+
+Result<std::vector<std::vector<device::CounterValue>>> HostDevice::end_range_pass(size_t launches) {
+  std::lock_guard lock(range_mu_);
+  std::vector<std::vector<device::CounterValue>> out;
+  for (size_t i = 0; i < launches && i < range_records_.size(); ++i)
+    out.push_back(values_of(range_names_, range_records_[i].get()));
+  range_active_ = false;
+  range_records_.clear();
+  return out;
+}
+
+std::unique_ptr<device::Launch> HostLaunch::record() {
+  auto copy = std::make_unique<HostLaunch>(*this);
+  copy->info_.arg_bytes = std::span<const std::byte>(copy->args.data(), copy->args.size());
+  return copy;
 }
 
 Status HostLaunch::submit() {
@@ -352,6 +393,7 @@ Status HostLaunch::submit() {
   }
   auto rec = std::make_shared<ExecRecord>();
   last = rec;
+  if (device != nullptr && !record_only) device->note_submission(rec);
   if (record_only) {
     rec->finish();
     return Status::Ok();

@@ -92,6 +92,11 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   Result<std::shared_ptr<device::CounterSet>> create(const std::vector<std::string>& names) override;
   Status begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_pass(device::Launch& launch) override;
+  Status begin_range_pass(device::CounterSet* set, bool first_pass) override;
+  Result<std::vector<std::vector<device::CounterValue>>> end_range_pass(size_t launches) override;
+
+  /// A launch was submitted: record its execution for an open range counter session.
+  void note_submission(const std::shared_ptr<ExecRecord>& rec);
 
   // For the runtime.
   bool reserve(uint64_t bytes);  ///< take device memory; false when full
@@ -112,6 +117,10 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   std::mutex streams_mu_;
   std::map<Stream, std::shared_ptr<HostStream>> streams_;
   uint32_t counters_per_pass_;
+  std::mutex range_mu_;
+  bool range_active_ = false;
+  std::vector<std::string> range_names_;
+  std::vector<std::shared_ptr<ExecRecord>> range_records_;
 };
 
 /// The launch the engine sees: owns a copy of the argument bytes, so passes > 0 resubmit it.
@@ -120,6 +129,8 @@ class HostLaunch final : public device::Launch {
   const device::LaunchInfo& info() const override { return info_; }
   Status relaunch() override;
   Status wait(uint64_t timeout_ms, device::PassTiming* timing) override;
+  std::unique_ptr<device::Launch> record() override;
+  bool recordable() const override { return !record_only; }
 
   /// Submit to the stream (pass 0 and relaunches). Fails for an invalid configuration.
   Status submit();
@@ -130,6 +141,7 @@ class HostLaunch final : public device::Launch {
   KernelFn fn = nullptr;
   Dim3 grid, block;
   std::shared_ptr<HostStream> stream;
+  HostDevice* device = nullptr;
   bool record_only = false;  ///< captured: recorded into a graph instead of executed
   std::shared_ptr<ExecRecord> last;
   std::vector<std::vector<std::string>> armed;  ///< counter sets to read after the submission

@@ -148,6 +148,7 @@ constexpr size_t kAlign = 256;
 
 Result<void*> allocate(size_t bytes, int device, bool tracked) {
   ASSIGN_OR_RETURN(HostDevice * dev, rt().checked_device(device));
+  sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MEMORY);
   if (bytes == 0) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "allocation of 0 bytes");
   if (!dev->reserve(bytes)) {
     return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,
@@ -276,18 +277,23 @@ Status stream_destroy(Stream stream) {
 Status stream_synchronize(Stream stream) {
   auto s = rt().stream(stream);
   if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
+  sdk::Runtime::get().engine().range_barrier(rt().device(s->device())->agent,
+                                             KREPLAY_RANGE_CLOSE_SYNCHRONIZE);
   s->wait_idle(UINT32_MAX);
   return Status::Ok();
 }
 
 Status device_synchronize(int device) {
   ASSIGN_OR_RETURN(HostDevice * dev, rt().checked_device(device));
+  sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_SYNCHRONIZE);
   return dev->drain(UINT32_MAX);
 }
 
 Status stream_begin_capture(Stream stream) {
   auto s = rt().stream(stream);
   if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
+  sdk::Runtime::get().engine().range_barrier(rt().device(s->device())->agent,
+                                             KREPLAY_RANGE_CLOSE_GRAPH);
   std::unique_lock lock(rt().mu_);
   if (s->capturing) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "stream already capturing");
   rt().graphs_.emplace_back();
@@ -309,6 +315,7 @@ Result<Graph> stream_end_capture(Stream stream) {
 
 Result<Module> load_module(const ModuleDesc& desc, int device) {
   ASSIGN_OR_RETURN(HostDevice * dev, rt().checked_device(device));
+  sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE);
   auto& sdk = sdk::Runtime::get();
   auto mod = std::make_unique<ModuleRec>();
   mod->device = device;
@@ -356,6 +363,7 @@ Status unload_module(Module module) {
     m = rt().modules_[module - 1].get();
   }
   HostDevice* dev = rt().device(m->device);
+  sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE);
   auto guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
   RETURN_IF_ERROR(dev->drain(UINT32_MAX));
   for (auto& [name, p] : m->globals) {
@@ -407,6 +415,7 @@ Status launch_impl(Kernel kernel, Dim3 grid, Dim3 block, Stream stream, const st
   HostDevice* dev = rt().device(rec->device);
 
   HostLaunch launch;
+  launch.device = dev;
   launch.fn = rec->desc.fn;
   launch.grid = grid;
   launch.block = block;
@@ -468,6 +477,37 @@ Status graph_launch(Graph graph, Stream stream) {
                                 KREPLAY_DISPATCH_FLAG_GRAPH));
   }
   return Status::Ok();
+}
+
+void profiler_start() {
+  if (rt().ensure().ok())
+    sdk::Runtime::get().engine().range_marker(replay::Engine::MarkerEvent::kProfilerStart, "");
+}
+
+void profiler_stop() {
+  if (rt().ensure().ok())
+    sdk::Runtime::get().engine().range_marker(replay::Engine::MarkerEvent::kProfilerStop, "");
+}
+
+namespace {
+std::vector<std::string>& nvtx_stack() {
+  thread_local std::vector<std::string> stack;
+  return stack;
+}
+}  // namespace
+
+void nvtx_range_push(const char* name) {
+  if (!rt().ensure().ok()) return;
+  nvtx_stack().emplace_back(name ? name : "");
+  sdk::Runtime::get().engine().range_marker(replay::Engine::MarkerEvent::kNvtxPush,
+                                            nvtx_stack().back());
+}
+
+void nvtx_range_pop() {
+  if (!rt().ensure().ok() || nvtx_stack().empty()) return;
+  std::string name = std::move(nvtx_stack().back());
+  nvtx_stack().pop_back();
+  sdk::Runtime::get().engine().range_marker(replay::Engine::MarkerEvent::kNvtxPop, name);
 }
 
 namespace testing {

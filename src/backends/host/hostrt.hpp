@@ -151,6 +151,14 @@ class ThreadContext {
   uint64_t bytes_read_ = 0, bytes_written_ = 0, ops_ = 0;
 };
 
+// ---- markers (range replay: --range-markers cuda-profiler | nvtx:NAME) ----
+/// Like cudaProfilerStart / cudaProfilerStop.
+void profiler_start();
+void profiler_stop();
+/// Like nvtxRangePushA / nvtxRangePop (per thread).
+void nvtx_range_push(const char* name);
+void nvtx_range_pop();
+
 namespace testing {
 /// Make the next snapshot on @p device fail (to test the SNAPSHOT_FAILED decline).
 void fail_next_snapshot(int device = 0);

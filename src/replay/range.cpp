@@ -1,0 +1,428 @@
+// Range replay (DESIGN.md §2b): consecutive launches on one stream recorded as one unit.
+//
+// Life of a range on a device (DeviceSlot::range, guarded by DeviceSlot::range_mu):
+//   open    at a launch when none is open: CONFIG ENTER (pass count), drain + snapshot under the
+//           window lock, PASS 0 ENTER; the window lock is then released — every launch and
+//           every memory call of the application goes through range_enter / range_barrier,
+//           which close the range first when they are not the range's own next launch.
+//   record  each launch of the range: LAUNCH ENTER (the tool may unselect it), its services'
+//           ENTER with the counter session of pass 0 begun before the first launch; at the
+//           launch's API exit the backend's recorded copy is kept.
+//   close   before the call that ends it: under the window lock, wait for pass 0, deliver its
+//           services, PASS 0 EXIT, then per further pass: restore, PASS ENTER, services' ENTER,
+//           counter session, resubmit every recorded launch, wait, services' EXIT, PASS EXIT.
+//           The last pass is not restored. CONFIG EXIT carries the outcome.
+//
+// Everything kreplay does inside the range machinery (tool callbacks included) runs with a
+// thread-local depth above 0; calls made from there neither join nor close a range.
+#include <algorithm>
+
+#include "common/logging.hpp"
+#include "common/util.hpp"
+#include "replay/engine.hpp"
+
+namespace kreplay::replay {
+namespace {
+
+thread_local int tl_range_depth = 0;
+
+struct RangeDepth {
+  RangeDepth() { ++tl_range_depth; }
+  ~RangeDepth() { --tl_range_depth; }
+  RangeDepth(const RangeDepth&) = delete;
+  RangeDepth& operator=(const RangeDepth&) = delete;
+};
+
+bool range_should_continue(const RangeState& r) {
+  if (!r.plan.indefinite && r.pass + 1 >= r.plan.requested) return false;
+  if (r.replay_continue == nullptr) return true;
+  kreplay_range_info_t info = r.info;
+  info.launch_count = r.launches.size();
+  return r.replay_continue(info, r.pass, r.plan.indefinite ? 0 : r.plan.requested, r.user_data) !=
+         0;
+}
+
+}  // namespace
+
+void Engine::set_range_options(const RangeOptions& options) {
+  std::lock_guard lock(range_options_mu_);
+  range_options_ = options;
+  if (range_options_.max_launches == 0) range_options_.max_launches = 64;
+}
+
+RangeOptions Engine::range_options() const {
+  std::lock_guard lock(range_options_mu_);
+  return range_options_;
+}
+
+bool Engine::range_markers_allow() const {
+  switch (range_options().marker) {
+    case RangeOptions::Marker::kNone: return true;
+    case RangeOptions::Marker::kCudaProfiler: return profiler_active_.load();
+    case RangeOptions::Marker::kNvtx: return nvtx_depth_.load() > 0;
+  }
+  return true;
+}
+
+void Engine::range_marker(MarkerEvent event, std::string_view name) {
+  const RangeOptions opt = range_options();
+  switch (event) {
+    case MarkerEvent::kProfilerStart:
+      if (opt.marker == RangeOptions::Marker::kCudaProfiler) {
+        range_barrier(0, KREPLAY_RANGE_CLOSE_MARKER);  // a range starts at the marker
+        profiler_active_.store(true);
+      }
+      break;
+    case MarkerEvent::kProfilerStop:
+      if (opt.marker == RangeOptions::Marker::kCudaProfiler) {
+        range_barrier(0, KREPLAY_RANGE_CLOSE_MARKER);
+        profiler_active_.store(false);
+      }
+      break;
+    case MarkerEvent::kNvtxPush:
+      if (opt.marker == RangeOptions::Marker::kNvtx && name == opt.nvtx_name) {
+        if (nvtx_depth_.fetch_add(1) == 0) range_barrier(0, KREPLAY_RANGE_CLOSE_MARKER);
+      }
+      break;
+    case MarkerEvent::kNvtxPop:
+      if (opt.marker == RangeOptions::Marker::kNvtx && name == opt.nvtx_name &&
+          nvtx_depth_.load() > 0) {
+        range_barrier(0, KREPLAY_RANGE_CLOSE_MARKER);
+        nvtx_depth_.fetch_sub(1);
+      }
+      break;
+  }
+}
+
+void Engine::range_barrier(uint64_t agent, kreplay_range_close_reason_t why) {
+  if (tl_range_depth > 0 || !hooks_.range_configured()) return;
+  std::vector<DeviceSlot*> slots;
+  {
+    std::shared_lock lock(slots_mu_);
+    for (auto& [a, s] : slots_) {
+      if (agent == 0 || a == agent) slots.push_back(s.get());
+    }
+  }
+  for (DeviceSlot* s : slots) {
+    if (!s->range_open.load(std::memory_order_acquire)) continue;
+    std::unique_lock lock(s->range_mu);
+    if (s->range) close_range(*s, why);
+  }
+}
+
+void Engine::range_enter(DispatchState& st) {
+  DeviceSlot& slot = *st.slot;
+  if (tl_range_depth > 0) {
+    // Launched by kreplay's own machinery or a tool callback: runs once, outside any range.
+    st.reentrant = true;
+    begin_single_run(st);
+    return;
+  }
+  RangeDepth depth;
+  st.range_lock = std::unique_lock(slot.range_mu);
+  const RangeOptions opt = range_options();
+  const uint64_t me = thread_id();
+  if (slot.range) {
+    kreplay_range_close_reason_t why = KREPLAY_RANGE_CLOSE_NONE;
+    if (slot.range->owner_thread != me) {
+      why = KREPLAY_RANGE_CLOSE_OTHER_THREAD;
+    } else if (slot.range->info.stream_id.handle != st.info.stream_id.handle) {
+      why = KREPLAY_RANGE_CLOSE_OTHER_STREAM;
+    } else if (slot.range->launches.size() >= opt.max_launches) {
+      why = KREPLAY_RANGE_CLOSE_LAUNCH_LIMIT;
+    } else if (st.info.flags & (KREPLAY_DISPATCH_FLAG_GRAPH | KREPLAY_DISPATCH_FLAG_CAPTURED)) {
+      why = KREPLAY_RANGE_CLOSE_GRAPH;
+    } else if (!st.launch->recordable()) {
+      why = KREPLAY_RANGE_CLOSE_OTHER;
+    }
+    if (why != KREPLAY_RANGE_CLOSE_NONE) close_range(slot, why);
+  }
+  const bool can_join = (st.info.flags & (KREPLAY_DISPATCH_FLAG_GRAPH |
+                                          KREPLAY_DISPATCH_FLAG_CAPTURED)) == 0 &&
+                        st.launch->recordable() && range_markers_allow();
+  if (!slot.range && can_join) open_range(slot, st);
+  if (slot.range && can_join) {
+    add_to_range(slot, st);
+    return;
+  }
+  // Outside any range: an ordinary single run.
+  st.range_lock.unlock();
+  begin_single_run(st);
+}
+
+bool Engine::open_range(DeviceSlot& slot, DispatchState& first) {
+  auto r = std::make_unique<RangeState>();
+  r->info.size = sizeof(r->info);
+  r->info.range_id = next_range_id_.fetch_add(1, std::memory_order_relaxed);
+  r->info.agent_id = first.info.agent_id;
+  r->info.stream_id = first.info.stream_id;
+  r->owner_thread = thread_id();
+  r->correlation = first.correlation;
+  hooks_.range_config_enter(*r);
+  // The pass-count table, for a range.
+  if (r->pass_count != nullptr) {
+    uint64_t n = r->pass_count(r->info, r->user_data);
+    r->plan.requested = n;
+    if (n == 0 && r->replay_continue != nullptr) {
+      r->plan.replay = r->plan.indefinite = true;
+    } else if (n == 0) {
+      r->plan.invalid = true;
+    } else if (n > 1) {
+      r->plan.replay = true;
+    }
+  }
+  auto& out = r->outcome;
+  out.size = sizeof(out);
+  out.range_id = r->info.range_id;
+  out.agent_id = r->info.agent_id;
+  out.passes_requested = r->plan.requested;
+  auto finish_unopened = [&](kreplay_replay_outcome_t outcome, kreplay_decline_reason_t reason) {
+    out.outcome = outcome;
+    out.reason = reason;
+    if (outcome == KREPLAY_REPLAY_OUTCOME_DECLINED) stats_.declined.fetch_add(1);
+    if (r->config_fired) hooks_.range_config_exit(*r);
+    return false;
+  };
+  if (r->plan.invalid) {
+    KR_WARN_ONCE("invalid-range-plan", "a tool returned pass count 0 for a range without "
+                                       "replay_continue; the range is not replayed");
+    return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_INVALID_PLAN);
+  }
+  if (!r->plan.replay) return finish_unopened(KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED, {});
+
+  const Options opt = options();
+  device::Device& dev = *slot.device;
+  std::unique_lock window(slot.window_mu);
+  uint64_t t0 = now_ns();
+  if (Status s = dev.drain(opt.drain_timeout_ms); !s.ok()) {
+    KR_WARN("range {}: {}; its launches run once", r->info.range_id, s.message());
+    return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT);
+  }
+  if (opt.decline_untracked && dev.untracked_bytes() > 0) {
+    KR_WARN_ONCE("untracked", "the device holds {} of memory kreplay does not track; its "
+                              "launches are not replayed",
+                 format_bytes(dev.untracked_bytes()));
+    return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED,
+                           KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY);
+  }
+  // A range's launches are not known in advance: it saves the whole inventory.
+  std::vector<Region> regions = inventory_.regions(slot.agent);
+  Result<Placement> placement = [&] {
+    std::lock_guard lock(slot.pool_mu);
+    return slot.pool.place(dev, regions, opt.chunk_bytes, opt.max_snapshot_bytes);
+  }();
+  if (!placement.ok()) {
+    KR_WARN("range {} not replayed: {}", r->info.range_id, placement.status().message());
+    return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED,
+                           KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE);
+  }
+  uint64_t bytes = placement->total_bytes;
+  if (Status s = r->snapshot.take(dev, std::move(placement).value(), opt.chunk_bytes); !s.ok()) {
+    KR_WARN("range {} not replayed: snapshot failed: {}", r->info.range_id, s.message());
+    return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED);
+  }
+  uint64_t t1 = now_ns();
+  window.unlock();
+  out.bytes_snapshotted = bytes;
+  out.snapshot_ns = t1 - t0;
+  r->intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
+  r->pre_active = hooks_.active_contexts();
+  r->pass = 0;
+  {
+    LocalContextScope scope(r->pre_active, {});
+    hooks_.range_pass_enter(*r, scope);
+    r->overrides = scope.overrides();
+  }
+  slot.range = std::move(r);
+  slot.range_open.store(true, std::memory_order_release);
+  (void)first;
+  return true;
+}
+
+void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
+  RangeState& r = *slot.range;
+  auto rl = std::make_unique<RangeLaunch>();
+  rl->st = std::make_unique<DispatchState>();
+  DispatchState& ls = *rl->st;
+  ls.info = st.info;
+  ls.correlation = st.correlation;
+  ls.thread_id = st.thread_id;
+  ls.slot = st.slot;
+  ls.launch = st.launch;  // the application's launch until its API exit; then the recorded copy
+  ls.in_range = true;
+  ls.pass = r.pass;
+  if (r.launches.empty()) r.info.first_dispatch_id = st.info.dispatch_id;
+  rl->selected = hooks_.range_launch(r, ls);
+  r.info.launch_count = r.launches.size() + 1;
+  // Services of this launch on pass 0, with the loop's local overrides.
+  {
+    LocalContextScope scope(r.pre_active, r.overrides);
+    hooks_.before_submit(ls);
+  }
+  device::CounterBackend* counters = slot.device->counters();
+  if (device::CounterSet* set = hooks_.armed_set(ls); set != nullptr && counters != nullptr) {
+    if (r.counter_set == nullptr && r.launches.empty()) {
+      if (Status s = counters->begin_range_pass(set, true); s.ok()) {
+        r.counter_set = set;
+      } else {
+        KR_WARN("range {}: counters not collected: {}", r.info.range_id, s.message());
+      }
+    } else if (set != r.counter_set) {
+      KR_WARN_ONCE("range-counter-set", "the launches of a range must count one counter "
+                                        "config per pass; later configs are ignored");
+    }
+  }
+  rl->counted = r.counter_set != nullptr;
+  st.in_range = true;
+  st.range_launch = rl.get();
+  r.launches.push_back(std::move(rl));
+}
+
+void Engine::range_exit(DispatchState& st, bool submitted) {
+  RangeDepth depth;
+  DeviceSlot& slot = *st.slot;
+  RangeState& r = *slot.range;
+  RangeLaunch* rl = st.range_launch;
+  if (submitted) {
+    rl->recorded = st.launch->record();
+    rl->st->launch = rl->recorded.get();
+    rl->st->work = nullptr;
+  }
+  if (!submitted || rl->recorded == nullptr) {
+    // Nothing ran (or nothing can be resubmitted): the launch leaves the range.
+    rl->st->timing = {};
+    rl->st->launch = st.launch;
+    hooks_.after_complete(*rl->st);
+    hooks_.end_dispatch(*rl->st);
+    r.launches.pop_back();
+    r.info.launch_count = r.launches.size();
+    if (submitted) close_range(slot, KREPLAY_RANGE_CLOSE_OTHER);
+  }
+  st.range_launch = nullptr;
+  st.in_range = false;
+  st.range_lock.unlock();
+}
+
+void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
+  RangeDepth depth;
+  // The range leaves the slot now (calls made from inside the close see none), but range_open
+  // stays set until the end: other threads' barriers then wait on range_mu for the close.
+  std::unique_ptr<RangeState> owned = std::move(slot.range);
+  RangeState& r = *owned;
+  const Options opt = options();
+  device::Device& dev = *slot.device;
+  device::CounterBackend* counters = dev.counters();
+  std::unique_lock window(slot.window_mu);
+  detail::thread_windows().push_back(&slot);
+  LocalContextScope scope(r.pre_active, r.overrides);
+  auto& out = r.outcome;
+  out.close_reason = why;
+  out.launches = r.launches.size();
+  out.outcome = KREPLAY_REPLAY_OUTCOME_REPLAYED;
+  for (const auto& rl : r.launches) {
+    out.selected_launches += rl->selected ? 1 : 0;
+    r.dispatch_ids.push_back(rl->st->info.dispatch_id);
+  }
+
+  // Finish a pass whose launches were all submitted: wait, counters, services' EXIT, PASS EXIT.
+  auto complete_pass = [&]() -> bool {
+    bool ok = true;
+    r.pass_timing = {};
+    for (auto& rl : r.launches) {
+      DispatchState& ls = *rl->st;
+      if (Status w = ls.launch->wait(opt.drain_timeout_ms, &ls.timing); !w.ok()) {
+        KR_WARN("range {} pass {}: {}", r.info.range_id, r.pass, w.message());
+        ls.timing = {};
+        ok = false;
+      }
+      if (ls.timing.end_ns != 0) {
+        if (r.pass_timing.start_ns == 0 || ls.timing.start_ns < r.pass_timing.start_ns)
+          r.pass_timing.start_ns = ls.timing.start_ns;
+        r.pass_timing.end_ns = std::max(r.pass_timing.end_ns, ls.timing.end_ns);
+      }
+    }
+    if (r.counter_set != nullptr && counters != nullptr) {
+      auto values = counters->end_range_pass(r.launches.size());
+      if (!values.ok()) {
+        KR_WARN("range {} pass {}: reading counters failed: {}", r.info.range_id, r.pass,
+                values.status().message());
+      } else {
+        for (size_t i = 0; i < r.launches.size() && i < values->size(); ++i)
+          r.launches[i]->st->range_values = std::move((*values)[i]);
+      }
+    }
+    for (auto& rl : r.launches) {
+      hooks_.after_complete(*rl->st);
+      rl->st->range_values.reset();
+    }
+    hooks_.range_pass_exit(r);
+    if (ok) {
+      ++out.passes_executed;
+      stats_.passes.fetch_add(r.launches.size(), std::memory_order_relaxed);
+    }
+    return ok;
+  };
+
+  bool ok = complete_pass();
+  if (!ok) out.reason = KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
+  if (ok && out.selected_launches == 0) {
+    out.outcome = KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED;
+    out.reason = KREPLAY_DECLINE_REASON_NOTHING_SELECTED;
+  }
+  while (ok && out.selected_launches > 0 && range_should_continue(r)) {
+    uint64_t t0 = now_ns();
+    Result<uint64_t> restored = r.snapshot.restore(dev, opt.verify_restore);
+    uint64_t t1 = now_ns();
+    if (!restored.ok()) {
+      KR_ERROR("range {}: restore after pass {} failed: {}", r.info.range_id, r.pass,
+               restored.status().message());
+      out.reason = KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
+      break;
+    }
+    out.bytes_restored += *restored;
+    out.restore_ns += t1 - t0;
+    r.intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, r.pass, t0, t1, *restored});
+    ++r.pass;
+    for (auto& rl : r.launches) rl->st->pass = r.pass;
+    hooks_.range_pass_enter(r, scope);
+    r.counter_set = nullptr;
+    for (auto& rl : r.launches) hooks_.before_submit(*rl->st);
+    if (counters != nullptr) {
+      for (auto& rl : r.launches) {
+        if (device::CounterSet* set = hooks_.armed_set(*rl->st)) {
+          if (counters->begin_range_pass(set, false).ok()) r.counter_set = set;
+          break;
+        }
+      }
+    }
+    bool submitted = true;
+    for (auto& rl : r.launches) {
+      if (Status s = rl->recorded->relaunch(); !s.ok()) {
+        KR_ERROR("range {} pass {}: resubmission failed: {}", r.info.range_id, r.pass,
+                 s.message());
+        submitted = false;
+        break;
+      }
+    }
+    ok = complete_pass();
+    if (!submitted) {
+      out.reason = KREPLAY_DECLINE_REASON_LAUNCH_FAILED;
+      break;
+    }
+    if (!ok) {
+      out.reason = KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
+      break;
+    }
+  }
+  out.intervals = r.intervals.data();
+  out.interval_count = r.intervals.size();
+  out.dispatch_ids = r.dispatch_ids.data();
+  if (out.outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED) stats_.replayed.fetch_add(1);
+  hooks_.range_config_exit(r);
+  for (auto& rl : r.launches) hooks_.end_dispatch(*rl->st);
+  auto& windows = detail::thread_windows();
+  windows.erase(std::find(windows.begin(), windows.end(), &slot));
+  slot.range_open.store(false, std::memory_order_release);
+}
+
+}  // namespace kreplay::replay

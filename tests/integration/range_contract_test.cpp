@@ -1,0 +1,487 @@
+// Range replay (DESIGN.md §2b, include/kreplay/range_replay.h) pinned on the host device: ranges
+// open at a launch and close before any call that could observe or change memory, every launch
+// keeps its own dispatch id, the last pass is not restored, and the closing call sees exactly one
+// execution.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include "backends/host/hostrt.hpp"
+#include "kreplay/kreplay.h"
+#include "sdk/runtime.hpp"
+
+namespace kreplay::test {
+namespace {
+
+namespace hr = hostrt;
+
+struct RangeEvent {
+  uint32_t op = 0;
+  kreplay_callback_phase_t phase = KREPLAY_CALLBACK_PHASE_NONE;
+  uint64_t range_id = 0, pass = 0, total = 0;
+  uint64_t dispatch_id = 0;  // LAUNCH
+  kreplay_range_outcome_record_t outcome{};
+  std::vector<uint64_t> dispatch_ids;
+};
+
+struct Trace {
+  uint64_t dispatch_id, pass;
+  std::string kernel;
+};
+
+struct Counter {
+  uint64_t dispatch_id, pass;
+  std::string name;
+  double value;
+};
+
+struct State {
+  std::mutex mu;
+  std::vector<RangeEvent> ranges;
+  std::vector<Trace> traces;
+  std::vector<Counter> counters;
+  std::function<uint64_t()> passes = [] { return uint64_t{3}; };
+  std::function<bool(const kreplay_kernel_dispatch_info_t&)> select;
+  std::function<void(const kreplay_callback_tracing_range_replay_data_t&)> on_pass_enter;
+  kreplay_counter_config_id_t config{};
+  kreplay_context_id_t range_ctx{}, trace_ctx{}, count_ctx{};
+  kreplay_status_t second = KREPLAY_STATUS_SUCCESS;
+
+  void reset() {
+    std::lock_guard lock(mu);
+    ranges.clear();
+    traces.clear();
+    counters.clear();
+    passes = [] { return uint64_t{3}; };
+    select = nullptr;
+    on_pass_enter = nullptr;
+    config = {};
+  }
+  std::vector<RangeEvent> exits() {
+    std::lock_guard lock(mu);
+    std::vector<RangeEvent> out;
+    for (const auto& e : ranges) {
+      if (e.op == KREPLAY_RANGE_REPLAY_CONFIG && e.phase == KREPLAY_CALLBACK_PHASE_EXIT)
+        out.push_back(e);
+    }
+    return out;
+  }
+};
+
+State& S() {
+  static State* s = new State();  // NOLINT
+  return *s;
+}
+
+uint64_t pass_count(kreplay_range_info_t, kreplay_user_data_t) { return S().passes(); }
+
+void on_range(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void*) {
+  auto* p = static_cast<kreplay_callback_tracing_range_replay_data_t*>(rec.payload);
+  RangeEvent e;
+  e.op = rec.operation;
+  e.phase = rec.phase;
+  e.range_id = p->range.range_id;
+  e.pass = p->current_pass;
+  e.total = p->total_passes;
+  e.dispatch_id = p->dispatch_info.dispatch_id;
+  if (rec.operation == KREPLAY_RANGE_REPLAY_CONFIG && rec.phase == KREPLAY_CALLBACK_PHASE_ENTER) {
+    EXPECT_EQ(p->range.launch_count, 0u);
+    p->replay_pass_count = &pass_count;
+  }
+  if (rec.operation == KREPLAY_RANGE_REPLAY_LAUNCH && S().select)
+    p->launch_selected = S().select(p->dispatch_info) ? 1 : 0;
+  if (rec.operation == KREPLAY_RANGE_REPLAY_PASS && rec.phase == KREPLAY_CALLBACK_PHASE_ENTER &&
+      S().on_pass_enter)
+    S().on_pass_enter(*p);
+  if (rec.operation == KREPLAY_RANGE_REPLAY_CONFIG && rec.phase == KREPLAY_CALLBACK_PHASE_EXIT) {
+    e.outcome = *p->outcome;
+    e.dispatch_ids.assign(p->outcome->dispatch_ids, p->outcome->dispatch_ids + p->outcome->launches);
+  }
+  std::lock_guard lock(S().mu);
+  S().ranges.push_back(e);
+}
+
+void on_trace(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void*) {
+  if (rec.phase != KREPLAY_CALLBACK_PHASE_EXIT) return;
+  auto* p = static_cast<kreplay_callback_tracing_kernel_dispatch_data_t*>(rec.payload);
+  std::lock_guard lock(S().mu);
+  S().traces.push_back({p->dispatch_info.dispatch_id, p->replay_pass, p->dispatch_info.kernel_name});
+}
+
+void on_count(const kreplay_dispatch_counting_data_t*, kreplay_counter_config_id_t* config,
+              kreplay_user_data_t*, void*) {
+  *config = S().config;
+}
+
+void on_record(const kreplay_dispatch_counting_data_t*, const kreplay_counter_record_t* r, size_t n,
+               kreplay_user_data_t, void*) {
+  std::lock_guard lock(S().mu);
+  for (size_t i = 0; i < n; ++i) {
+    kreplay_counter_info_t info{};
+    info.size = sizeof(info);
+    kreplay_query_counter_info(r[i].counter_id, &info);
+    S().counters.push_back({r[i].dispatch_id, r[i].replay_pass, info.name, r[i].value});
+  }
+}
+
+int tool_init(kreplay_client_finalize_t, void*) {
+  auto& s = S();
+  kreplay_create_context(&s.range_ctx);
+  EXPECT_EQ(kreplay_configure_callback_tracing_service(s.range_ctx, KREPLAY_CALLBACK_TRACING_RANGE_REPLAY,
+                                                       nullptr, 0, on_range, nullptr),
+            KREPLAY_STATUS_SUCCESS);
+  kreplay_context_id_t second{};
+  kreplay_create_context(&second);
+  s.second = kreplay_configure_callback_tracing_service(
+      second, KREPLAY_CALLBACK_TRACING_RANGE_REPLAY, nullptr, 0, on_range, nullptr);
+  kreplay_create_context(&s.trace_ctx);
+  kreplay_configure_callback_tracing_service(s.trace_ctx, KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH,
+                                             nullptr, 0, on_trace, nullptr);
+  kreplay_create_context(&s.count_ctx);
+  kreplay_configure_dispatch_counting_service(s.count_ctx, on_count, nullptr, on_record, nullptr);
+  for (auto c : {s.range_ctx, s.trace_ctx, s.count_ctx}) kreplay_start_context(c);
+  return 0;
+}
+
+kreplay_tool_configure_result_t* configure(uint32_t, const char*, uint32_t, kreplay_client_id_t*) {
+  static kreplay_tool_configure_result_t r{sizeof(r), tool_init, nullptr, nullptr};
+  return &r;
+}
+
+// x[i] = x[i] * 2 + 1; a module-scope counter bumped once per execution.
+uint32_t* g_counter = nullptr;
+void k_update(hr::ThreadContext& t) {
+  auto* x = t.arg<float*>(0);
+  auto n = t.arg<uint32_t>(1);
+  uint64_t i = t.global_thread_id();
+  if (i < n) t.store(&x[i], t.load(&x[i]) * 2.0f + 1.0f);
+  if (i == 0) t.atomic_add(g_counter, 1u);
+}
+// y[i] = y[i] + x[i]: reads what update wrote (kernels of a range read each other's outputs).
+void k_accumulate(hr::ThreadContext& t) {
+  auto* y = t.arg<float*>(0);
+  auto* x = t.arg<const float*>(1);
+  auto n = t.arg<uint32_t>(2);
+  uint64_t i = t.global_thread_id();
+  if (i < n) t.store(&y[i], t.load(&y[i]) + t.load(&x[i]));
+}
+
+struct Fixture {
+  hr::Kernel update = 0, accumulate = 0;
+};
+
+Fixture& fx() {
+  static Fixture f = [] {
+    EXPECT_EQ(kreplay_force_configure(&configure), KREPLAY_STATUS_SUCCESS);
+    hr::Config c;
+    c.memory_bytes = 64ull << 20;
+    c.pinned_bytes = 64ull << 20;
+    EXPECT_TRUE(hr::init(c).ok());
+    hr::ModuleDesc d{"range_module",
+                     {{"_Z6updatePfj", k_update, {8, 4}},
+                      {"_Z10accumulatePfPKfj", k_accumulate, {8, 8, 4}}},
+                     {{"counter", 4, {}}}};
+    auto m = hr::load_module(d);
+    Fixture f;
+    f.update = *hr::get_kernel(*m, "_Z6updatePfj");
+    f.accumulate = *hr::get_kernel(*m, "_Z10accumulatePfPKfj");
+    g_counter = static_cast<uint32_t*>(*hr::get_global(*m, "counter"));
+    return f;
+  }();
+  return f;
+}
+
+class Range : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fx();
+    S().reset();
+    *g_counter = 0;
+    stream_ = hr::default_stream();
+    options_ = sdk::Runtime::get().engine().range_options();
+  }
+  void TearDown() override {
+    ASSERT_TRUE(hr::device_synchronize().ok());  // closes any open range
+    sdk::Runtime::get().engine().set_range_options(options_);
+    for (float* b : bufs_) EXPECT_TRUE(hr::free(b).ok());
+  }
+  float* buffer(uint32_t n, float v) {
+    auto* p = static_cast<float*>(*hr::malloc(n * sizeof(float)));
+    for (uint32_t i = 0; i < n; ++i) p[i] = v + 0.001f * static_cast<float>(i % 31);
+    bufs_.push_back(p);
+    return p;
+  }
+  void update(float* x, uint32_t n, hr::Stream s = 0) {
+    ASSERT_TRUE(hr::launch_args(fx().update, {(n + 63) / 64}, {64}, s ? s : stream_, x, n).ok());
+  }
+  float expect(float v, int k) {
+    for (int i = 0; i < k; ++i) v = v * 2.0f + 1.0f;
+    return v;
+  }
+  hr::Stream stream_ = 0;
+  replay::RangeOptions options_;
+  std::vector<float*> bufs_;
+};
+
+TEST_F(Range, SecondSubscriberIsRefused) {
+  fx();
+  EXPECT_EQ(S().second, KREPLAY_STATUS_ERROR_SERVICE_ALREADY_CONFIGURED);
+}
+
+TEST_F(Range, LaunchesBetweenSynchronizationsFormOneRangeReplayedAsAUnit) {
+  float* x = buffer(1000, 0.5f);
+  for (int i = 0; i < 5; ++i) update(x, 1000);
+  ASSERT_TRUE(hr::stream_synchronize(stream_).ok());  // closes the range
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 1u);
+  const auto& o = exits[0].outcome;
+  EXPECT_EQ(o.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(o.close_reason, KREPLAY_RANGE_CLOSE_SYNCHRONIZE);
+  EXPECT_EQ(o.launches, 5u);
+  EXPECT_EQ(o.passes_executed, 3u);
+  EXPECT_GT(o.bytes_snapshotted, 4000u);
+  EXPECT_GT(o.bytes_restored, 0u);
+  // One execution's memory, and the module-scope counter bumped once per logical launch.
+  EXPECT_EQ(x[7], expect(0.5f + 0.007f, 5));
+  EXPECT_EQ(*g_counter, 5u);
+  // Every launch keeps its own dispatch id; every trace names its launch and pass.
+  std::set<uint64_t> ids(exits[0].dispatch_ids.begin(), exits[0].dispatch_ids.end());
+  EXPECT_EQ(ids.size(), 5u);
+  std::map<uint64_t, std::set<uint64_t>> passes_of;
+  for (const auto& t : S().traces) passes_of[t.dispatch_id].insert(t.pass);
+  for (uint64_t id : ids) EXPECT_EQ(passes_of[id], (std::set<uint64_t>{0, 1, 2})) << id;
+  // PASS ENTER/EXIT once per pass, LAUNCH once per launch.
+  int pass_enters = 0, launches = 0;
+  for (const auto& e : S().ranges) {
+    if (e.op == KREPLAY_RANGE_REPLAY_PASS && e.phase == KREPLAY_CALLBACK_PHASE_ENTER) ++pass_enters;
+    if (e.op == KREPLAY_RANGE_REPLAY_LAUNCH) ++launches;
+  }
+  EXPECT_EQ(pass_enters, 3);
+  EXPECT_EQ(launches, 5);
+}
+
+TEST_F(Range, KernelsOfARangeReadEachOthersOutputs) {
+  float* x = buffer(512, 0.25f);
+  float* y = buffer(512, 1.0f);
+  std::vector<float> ex(x, x + 512), ey(y, y + 512);
+  for (int r = 0; r < 4; ++r) {
+    update(x, 512);
+    ASSERT_TRUE(hr::launch_args(fx().accumulate, {8}, {64}, stream_, y, static_cast<const float*>(x),
+                                uint32_t{512})
+                    .ok());
+    for (int i = 0; i < 512; ++i) {
+      ex[i] = ex[i] * 2.0f + 1.0f;
+      ey[i] = ey[i] + ex[i];
+    }
+  }
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_EQ(std::memcmp(x, ex.data(), 512 * 4), 0);
+  EXPECT_EQ(std::memcmp(y, ey.data(), 512 * 4), 0);
+  ASSERT_EQ(S().exits().size(), 1u);
+  EXPECT_EQ(S().exits()[0].outcome.launches, 8u);
+}
+
+TEST_F(Range, EveryClosingCallSeesExactlyOneExecution) {
+  float* x = buffer(256, 0.5f);
+  float host = 0;
+  update(x, 256);
+  update(x, 256);
+  ASSERT_TRUE(hr::memcpy(&host, x, 4).ok());  // a copy closes the range first
+  EXPECT_EQ(host, expect(0.5f, 2));
+  update(x, 256);
+  auto extra = hr::malloc(64);  // an allocation closes it
+  ASSERT_TRUE(extra.ok());
+  EXPECT_EQ(x[0], expect(0.5f, 3));
+  update(x, 256);
+  auto other = *hr::stream_create();
+  update(x, 256, other);  // a launch on another stream closes it
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_EQ(x[0], expect(0.5f, 5));
+  EXPECT_EQ(*g_counter, 5u);
+  ASSERT_TRUE(hr::free(*extra).ok());
+  ASSERT_TRUE(hr::stream_destroy(other).ok());
+  std::vector<kreplay_range_close_reason_t> reasons;
+  for (const auto& e : S().exits()) reasons.push_back(e.outcome.close_reason);
+  EXPECT_EQ(reasons, (std::vector<kreplay_range_close_reason_t>{
+                         KREPLAY_RANGE_CLOSE_MEMORY, KREPLAY_RANGE_CLOSE_MEMORY,
+                         KREPLAY_RANGE_CLOSE_OTHER_STREAM, KREPLAY_RANGE_CLOSE_SYNCHRONIZE}));
+}
+
+TEST_F(Range, ALaunchFromAnotherThreadClosesTheRange) {
+  float* x = buffer(256, 0.5f);
+  float* y = buffer(256, 0.5f);
+  update(x, 256);
+  update(x, 256);
+  std::thread t([&] {
+    auto s = *hr::stream_create();
+    update(y, 256, s);
+    ASSERT_TRUE(hr::stream_synchronize(s).ok());
+    ASSERT_TRUE(hr::stream_destroy(s).ok());
+  });
+  t.join();
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  auto exits = S().exits();
+  ASSERT_GE(exits.size(), 2u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER_THREAD);
+  EXPECT_EQ(exits[0].outcome.launches, 2u);
+  EXPECT_EQ(x[3], expect(0.5f + 0.003f, 2));
+  EXPECT_EQ(y[3], expect(0.5f + 0.003f, 1));
+}
+
+TEST_F(Range, LaunchLimitSplitsRanges) {
+  auto opt = options_;
+  opt.max_launches = 3;
+  sdk::Runtime::get().engine().set_range_options(opt);
+  float* x = buffer(128, 0.5f);
+  for (int i = 0; i < 7; ++i) update(x, 128);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  std::vector<uint64_t> sizes;
+  for (const auto& e : S().exits()) sizes.push_back(e.outcome.launches);
+  EXPECT_EQ(sizes, (std::vector<uint64_t>{3, 3, 1}));
+  EXPECT_EQ(S().exits()[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_LAUNCH_LIMIT);
+  EXPECT_EQ(x[0], expect(0.5f, 7));
+}
+
+TEST_F(Range, ProfilerMarkersDelimitRanges) {
+  auto opt = options_;
+  opt.marker = replay::RangeOptions::Marker::kCudaProfiler;
+  sdk::Runtime::get().engine().set_range_options(opt);
+  float* x = buffer(128, 0.5f);
+  update(x, 128);  // outside the markers: not in a range
+  hr::profiler_start();
+  update(x, 128);
+  update(x, 128);
+  hr::profiler_stop();
+  update(x, 128);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].outcome.launches, 2u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_MARKER);
+  EXPECT_EQ(x[0], expect(0.5f, 4));
+}
+
+TEST_F(Range, NvtxRangeByName) {
+  auto opt = options_;
+  opt.marker = replay::RangeOptions::Marker::kNvtx;
+  opt.nvtx_name = "step";
+  sdk::Runtime::get().engine().set_range_options(opt);
+  float* x = buffer(128, 0.5f);
+  hr::nvtx_range_push("warmup");
+  update(x, 128);
+  hr::nvtx_range_pop();
+  hr::nvtx_range_push("step");
+  update(x, 128);
+  update(x, 128);
+  update(x, 128);
+  hr::nvtx_range_pop();
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].outcome.launches, 3u);
+  EXPECT_EQ(x[0], expect(0.5f, 4));
+}
+
+TEST_F(Range, CountersPerLaunchAndPass) {
+  const char* names[] = {"threads_launched", "bytes_written"};
+  ASSERT_EQ(kreplay_create_counter_config({hr::testing::agent_of()}, names, 2, &S().config),
+            KREPLAY_STATUS_SUCCESS);
+  float* x = buffer(1000, 0.5f);
+  update(x, 1000);
+  update(x, 640);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  auto ids = S().exits().at(0).dispatch_ids;
+  ASSERT_EQ(ids.size(), 2u);
+  std::map<std::tuple<uint64_t, uint64_t, std::string>, double> v;
+  for (const auto& c : S().counters) v[{c.dispatch_id, c.pass, c.name}] = c.value;
+  EXPECT_EQ(v.size(), 2u * 3 * 2);  // 2 launches x 3 passes x 2 counters
+  for (uint64_t p = 0; p < 3; ++p) {
+    EXPECT_EQ((v[{ids[0], p, "threads_launched"}]), 16.0 * 64);
+    EXPECT_EQ((v[{ids[1], p, "threads_launched"}]), 10.0 * 64);
+    EXPECT_EQ((v[{ids[0], p, "bytes_written"}]), 1000.0 * 4 + 4);
+    EXPECT_EQ((v[{ids[1], p, "bytes_written"}]), 640.0 * 4 + 4);
+  }
+}
+
+TEST_F(Range, UnselectedLaunchesRunInEveryPassAndARangeWithoutSelectionIsNotReplayed) {
+  float* x = buffer(128, 0.5f);
+  float* y = buffer(128, 1.0f);
+  S().select = [](const kreplay_kernel_dispatch_info_t& i) {
+    return std::string(i.kernel_name).find("accumulate") != std::string::npos;
+  };
+  update(x, 128);
+  ASSERT_TRUE(hr::launch_args(fx().accumulate, {2}, {64}, stream_, y, static_cast<const float*>(x),
+                              uint32_t{128})
+                  .ok());
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  update(x, 128);  // alone, unselected
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[0].outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(exits[0].outcome.selected_launches, 1u);
+  EXPECT_EQ(exits[1].outcome.outcome, KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED);
+  EXPECT_EQ(exits[1].outcome.reason, KREPLAY_DECLINE_REASON_NOTHING_SELECTED);
+  EXPECT_EQ(exits[1].outcome.passes_executed, 1u);
+  EXPECT_EQ(x[0], expect(0.5f, 2));
+  EXPECT_EQ(y[0], 1.0f + expect(0.5f, 1));
+}
+
+TEST_F(Range, LocalContextControlPerRangePass) {
+  S().on_pass_enter = [](const kreplay_callback_tracing_range_replay_data_t& p) {
+    if (p.current_pass == 1) {
+      EXPECT_EQ(p.replay_stop_context(S().trace_ctx), KREPLAY_STATUS_SUCCESS);
+    }
+  };
+  float* x = buffer(128, 0.5f);
+  update(x, 128);
+  update(x, 128);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  std::set<uint64_t> passes;
+  for (const auto& t : S().traces) passes.insert(t.pass);
+  EXPECT_EQ(passes, (std::set<uint64_t>{0}));  // stopped at pass 1, sticky for pass 2
+  int active = 0;
+  kreplay_context_is_active(S().trace_ctx, &active);
+  EXPECT_EQ(active, 1);
+  S().on_pass_enter = nullptr;
+  S().traces.clear();
+  update(x, 128);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_EQ(S().traces.size(), 3u);  // the next range starts with no overrides
+}
+
+TEST_F(Range, DeclinedRangeRunsOnce) {
+  hr::testing::fail_next_snapshot();
+  float* x = buffer(128, 0.5f);
+  update(x, 128);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  auto exits = S().exits();
+  ASSERT_GE(exits.size(), 1u);
+  EXPECT_EQ(exits[0].outcome.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+  EXPECT_EQ(exits[0].outcome.reason, KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED);
+  EXPECT_EQ(x[0], expect(0.5f, 1));
+  EXPECT_EQ(*g_counter, 1u);
+}
+
+TEST_F(Range, ALaunchFromAToolCallbackRunsOutsideTheRange) {
+  float* x = buffer(128, 0.5f);
+  float* inner = buffer(128, 0.5f);
+  S().on_pass_enter = [&](const kreplay_callback_tracing_range_replay_data_t& p) {
+    if (p.current_pass == 2) update(inner, 128);  // the last pass: nothing restores after it
+  };
+  update(x, 128);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_EQ(x[0], expect(0.5f, 1));
+  EXPECT_EQ(inner[0], expect(0.5f, 1));
+  EXPECT_EQ(S().exits().size(), 1u);
+}
+
+}  // namespace
+}  // namespace kreplay::test
