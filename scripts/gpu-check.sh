@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything kreplay checks and measures on a GPU machine, from a tree built elsewhere.
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
-# Sections (default: all, in this order): unit suite injection counters cli torch overhead ncu.
+# Sections (default: all, in this order): unit suite injection counters cli torch overhead ncu range.
 # <dist-dir> holds bin/ lib/ share/ of a build (scripts/make-gpu-dist.sh). Each step has its own
 # time limit; logs go to /tmp/kreplay-gpu-work (tarred into <out-dir>/work.tgz) and a line per
 # step to <out-dir>/summary.txt.
@@ -10,7 +10,7 @@ D=$(cd "$1" && pwd)
 O=$2
 shift 2
 SECTIONS=("$@")
-((${#SECTIONS[@]})) || SECTIONS=(unit suite injection counters cli torch overhead ncu)
+((${#SECTIONS[@]})) || SECTIONS=(unit suite injection counters cli torch overhead ncu range)
 W=/tmp/kreplay-gpu-work
 mkdir -p "$W" "$O"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$D/lib:${LD_LIBRARY_PATH:-}
@@ -104,6 +104,25 @@ for section in "${SECTIONS[@]}"; do
       step "bench_ncu_$i" 300 ncu --replay-mode kernel --cache-control none --clock-control none \
         --metrics "$TEN" "$RA" 8 3 6 256
       note "bench_ncu_$i t0=$t0 $(grep replay_app "$W/bench_ncu_$i.log")"
+    done
+    ;;
+  range)  # range replay: the suite, counters against kernel replay, and the benchmark
+    step range_suite 330 env KREPLAY_SUITE_MODE=range tests/gpu/run_gpu_suite.sh "$D" "$W/range_suite"
+    tail -1 "$W/range_suite.log" | tee -a "$O/summary.txt"
+    grep -E "FAIL" "$W/range_suite.log" | head -5 | tee -a "$O/summary.txt"
+    step range_counters 300 python3 tests/gpu/counters_check.py "$D" "$W/range_counters" --range
+    tail -4 "$W/range_counters.log" | tee -a "$O/summary.txt"
+    RA=$D/bin/replay_app
+    for i in 1 2; do
+      step "rb_plain_$i" 60 "$RA" 1 3 24 64 0
+      note "rb_plain_$i $(grep replay_app "$W/rb_plain_$i.log")"
+      step "rb_range_$i" 300 env KREPLAY_PRINT_COSTS=1 "$K" --replay-mode range --metrics "$TEN" -d "$W/rb_r$i" -o run -- "$RA" 1 3 24 64 0
+      note "rb_range_$i $(grep replay_app "$W/rb_range_$i.log")"
+      step "rb_kernel_$i" 300 "$K" --replay-mode kernel --metrics "$TEN" -d "$W/rb_k$i" -o run -- "$RA" 1 3 24 64 0
+      note "rb_kernel_$i $(grep replay_app "$W/rb_kernel_$i.log")"
+      step "rb_ncu_$i" 300 ncu --replay-mode kernel --cache-control none --clock-control none \
+        --metrics "$TEN" "$RA" 1 3 24 64 0
+      note "rb_ncu_$i $(grep replay_app "$W/rb_ncu_$i.log")"
     done
     ;;
   esac

@@ -1,7 +1,9 @@
 // replay_app: the application the kreplay-vs-ncu benchmark profiles. It holds a large footprint
 // (default 8 GiB), and runs K kernels, each writing its own 256 MiB slice in place, N launches in
 // all, synchronizing after each so a launch's profiling time is visible in the loop.
-//   replay_app [footprint_gib=8] [kernels=3] [launches=6] [write_mib=256]
+//   replay_app [footprint_gib=8] [kernels=3] [launches=6] [write_mib=256] [sync_each=1]
+// With sync_each=0 the launches run back to back and the loop synchronizes once at the end (the
+// shape range replay batches: every launch of the loop is one range).
 // Prints wall-clock (CLOCK_REALTIME) stamps: START_NS (main entered), FIRST_LAUNCH_NS (just
 // before the first launch, after allocation and initialisation), END_NS (loop done), and the
 // loop time per launch.
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
   int kernels = argc > 2 ? std::atoi(argv[2]) : 3;
   int launches = argc > 3 ? std::atoi(argv[3]) : 6;
   size_t write_mib = argc > 4 ? std::atoll(argv[4]) : 256;
+  bool sync_each = argc > 5 ? std::atoi(argv[5]) != 0 : true;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return 77;
   float* base = nullptr;
@@ -57,8 +60,9 @@ int main(int argc, char** argv) {
     else if (k == 1) update<1><<<blocks, 256>>>(x, n);
     else update<2><<<blocks, 256>>>(x, n);
     CHECK(cudaGetLastError());
-    CHECK(cudaDeviceSynchronize());
+    if (sync_each) CHECK(cudaDeviceSynchronize());
   }
+  CHECK(cudaDeviceSynchronize());
   auto t1 = std::chrono::steady_clock::now();
   long long end = realtime_ns();
   double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();

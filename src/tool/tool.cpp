@@ -95,6 +95,14 @@ class Profiler {
 
   uint64_t pass_count_of(const kreplay_kernel_dispatch_info_t& info);
 
+  // range replay
+  bool range_mode() const { return config.replay_mode == cli::ReplayMode::kRange; }
+  uint64_t range_pass_count(const kreplay_range_info_t& info);
+  void on_range_config_enter(kreplay_callback_tracing_range_replay_data_t& p);
+  void on_range_launch(kreplay_callback_tracing_range_replay_data_t& p);
+  void on_range_pass(const kreplay_callback_tracing_range_replay_data_t& p, bool enter);
+  void on_range_config_exit(const kreplay_callback_tracing_range_replay_data_t& p);
+
  private:
   Profiler() = default;
   const AgentPlan* plan_for(uint64_t agent);
@@ -141,6 +149,24 @@ void replay_cb(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void
     if (rec.phase == KREPLAY_CALLBACK_PHASE_ENTER) prof.on_config_enter(p); else prof.on_config_exit(p);
   } else if (rec.operation == KREPLAY_KERNEL_REPLAY_PASS) {
     if (rec.phase == KREPLAY_CALLBACK_PHASE_ENTER) prof.on_pass_enter(p); else prof.on_pass_exit(p);
+  }
+}
+
+uint64_t range_pass_count_cb(kreplay_range_info_t info, kreplay_user_data_t) {
+  return Profiler::get().range_pass_count(info);
+}
+
+void range_cb(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void*) {
+  auto& p = *static_cast<kreplay_callback_tracing_range_replay_data_t*>(rec.payload);
+  auto& prof = Profiler::get();
+  const bool enter = rec.phase == KREPLAY_CALLBACK_PHASE_ENTER;
+  switch (rec.operation) {
+    case KREPLAY_RANGE_REPLAY_CONFIG:
+      if (enter) prof.on_range_config_enter(p); else prof.on_range_config_exit(p);
+      break;
+    case KREPLAY_RANGE_REPLAY_LAUNCH: prof.on_range_launch(p); break;
+    case KREPLAY_RANGE_REPLAY_PASS: prof.on_range_pass(p, enter); break;
+    default: break;
   }
 }
 
@@ -337,12 +363,24 @@ int Profiler::initialize() {
 
   // Contexts. Counting runs whenever counters are asked for; dispatch tracing only with
   // --kernel-trace (it makes every launch wait for its completion).
+  const kreplay_callback_tracing_kind_t replay_kind =
+      range_mode() ? KREPLAY_CALLBACK_TRACING_RANGE_REPLAY : KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY;
   if (kreplay_create_context(&replay_ctx) != KREPLAY_STATUS_SUCCESS ||
-      kreplay_configure_callback_tracing_service(replay_ctx, KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY,
-                                                 nullptr, 0, replay_cb, nullptr) !=
-          KREPLAY_STATUS_SUCCESS) {
-    KR_ERROR("cannot subscribe to kernel replay: {}", kreplay_get_last_error_message());
+      kreplay_configure_callback_tracing_service(replay_ctx, replay_kind, nullptr, 0,
+                                                 range_mode() ? range_cb : replay_cb,
+                                                 nullptr) != KREPLAY_STATUS_SUCCESS) {
+    KR_ERROR("cannot subscribe to {} replay: {}", range_mode() ? "range" : "kernel",
+             kreplay_get_last_error_message());
     return 1;
+  }
+  if (range_mode()) {
+    kreplay_range_replay_options_t ro{};
+    ro.size = sizeof(ro);
+    ro.marker = config.range_markers.c_str();
+    if (kreplay_configure_range_replay_options(&ro) != KREPLAY_STATUS_SUCCESS) {
+      KR_ERROR("{}", kreplay_get_last_error_message());
+      return 1;
+    }
   }
   kreplay_create_context(&misc_ctx);
   kreplay_configure_callback_tracing_service(misc_ctx, KREPLAY_CALLBACK_TRACING_CODE_OBJECT,
@@ -358,7 +396,8 @@ int Profiler::initialize() {
     kreplay_start_context(count_ctx);
     counting = true;
   }
-  if (config.output.kernel_trace) {
+  // Range passes are waited for anyway: their per-launch times come from dispatch tracing.
+  if (config.output.kernel_trace || range_mode()) {
     kreplay_create_context(&trace_ctx);
     uint32_t op = KREPLAY_KERNEL_DISPATCH_EXECUTE;
     kreplay_configure_callback_tracing_service(trace_ctx, KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH,
@@ -496,6 +535,114 @@ void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_
   if (!more_to_come) finish_dispatch_locked(info.dispatch_id);
 }
 
+uint64_t Profiler::range_pass_count(const kreplay_range_info_t& info) {
+  std::lock_guard lock(mu_);
+  const AgentPlan* plan = plan_for(info.agent_id.handle);
+  return plan ? std::max<uint64_t>(1, plan->passes.size()) : 1;
+}
+
+void Profiler::on_range_config_enter(kreplay_callback_tracing_range_replay_data_t& p) {
+  std::lock_guard lock(mu_);
+  const AgentPlan* plan = plan_for(p.range.agent_id.handle);
+  if (plan && plan->passes.size() > 1) p.replay_pass_count = &range_pass_count_cb;
+}
+
+void Profiler::on_range_launch(kreplay_callback_tracing_range_replay_data_t& p) {
+  const auto& info = p.dispatch_info;
+  launches_.fetch_add(1, std::memory_order_relaxed);
+  bool selected = filter->selects_everything() ||
+                  filter->select(info.kernel_name ? info.kernel_name : "",
+                                 info.mangled_name ? info.mangled_name : "");
+  p.launch_selected = selected ? 1 : 0;
+  std::lock_guard lock(mu_);
+  if (!selected) {
+    not_selected_.fetch_add(1, std::memory_order_relaxed);
+    if (!config.output.kernel_trace) return;
+  }
+  Dispatch& d = dispatches_[info.dispatch_id];
+  d.selected = selected;
+  d.replayed = true;  // in a range: completes when the range closes
+  d.plan = plan_for(info.agent_id.handle);
+  auto& r = d.record;
+  r.dispatch_id = info.dispatch_id;
+  r.agent_id = info.agent_id.handle;
+  r.stream_id = info.stream_id.handle;
+  r.kernel_id = info.kernel_id;
+  r.grid = {info.grid_size.x, info.grid_size.y, info.grid_size.z};
+  r.block = {info.block_size.x, info.block_size.y, info.block_size.z};
+  r.cluster = {info.cluster_size.x, info.cluster_size.y, info.cluster_size.z};
+  r.dynamic_shared_bytes = info.dynamic_shared_memory_bytes;
+  r.static_shared_bytes = info.static_shared_memory_bytes;
+  r.registers = info.registers_per_thread;
+  r.thread_id = thread_id();
+  r.app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
+  write_kernel_locked(info);
+}
+
+void Profiler::on_range_pass(const kreplay_callback_tracing_range_replay_data_t& p, bool enter) {
+  tl_pass = nullptr;
+  if (!enter) return;
+  std::lock_guard lock(mu_);
+  const AgentPlan* plan = plan_for(p.range.agent_id.handle);
+  if (plan == nullptr || p.current_pass >= plan->passes.size()) return;
+  tl_pass = &plan->passes[p.current_pass];
+  if (counting) {
+    if (tl_pass->kind == PlannedPass::Kind::kTiming) {
+      p.replay_stop_context(count_ctx);
+    } else {
+      p.replay_start_context(count_ctx);
+    }
+  }
+}
+
+void Profiler::on_range_config_exit(const kreplay_callback_tracing_range_replay_data_t& p) {
+  const auto* o = p.outcome;
+  if (o == nullptr) return;
+  std::lock_guard lock(mu_);
+  if (o->outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED) {
+    replayed_.fetch_add(o->launches, std::memory_order_relaxed);
+    passes_.fetch_add(o->launches * o->passes_executed, std::memory_order_relaxed);
+  } else {
+    passes_.fetch_add(o->launches, std::memory_order_relaxed);
+    if (o->outcome == KREPLAY_REPLAY_OUTCOME_DECLINED) {
+      declined_.fetch_add(std::max<uint64_t>(1, o->launches), std::memory_order_relaxed);
+      declined_by_reason_[reason_name(o->reason)] += std::max<uint64_t>(1, o->launches);
+    }
+  }
+  for (uint64_t i = 0; i < o->launches; ++i) {
+    auto it = dispatches_.find(o->dispatch_ids[i]);
+    if (it == dispatches_.end()) continue;
+    auto& r = it->second.record;
+    r.outcome = outcome_name(o->outcome);
+    r.reason = reason_name(o->reason);
+    r.passes_requested = o->passes_requested;
+    r.passes_executed = o->passes_executed;
+    // The range's snapshot and restores are shared by its launches: they are booked on the first.
+    if (i == 0) {
+      r.bytes_snapshotted = o->bytes_snapshotted;
+      r.bytes_restored = o->bytes_restored;
+      r.snapshot_ns = o->snapshot_ns;
+      r.restore_ns = o->restore_ns;
+      for (uint64_t k = 0; k < o->interval_count; ++k) {
+        const auto& iv = o->intervals[k];
+        output::ReplayPhaseRecord ph;
+        ph.dispatch_id = o->dispatch_ids[0];
+        ph.agent_id = o->agent_id.handle;
+        ph.stream_id = p.range.stream_id.handle;
+        ph.phase = iv.kind == KREPLAY_REPLAY_INTERVAL_SNAPSHOT ? "snapshot" : "restore";
+        ph.after_pass = iv.after_pass;
+        ph.start_ns = iv.start_timestamp;
+        ph.end_ns = iv.end_timestamp;
+        ph.bytes = iv.bytes;
+        ph.app_pass = r.app_pass;
+        if (Status s = writer_->replay_phase(ph); !s.ok()) KR_WARN("{}", s.message());
+      }
+    }
+    it->second.record_ready = true;
+    finish_dispatch_locked(o->dispatch_ids[i]);
+  }
+}
+
 void Profiler::finish_dispatch_locked(uint64_t id) {
   auto it = dispatches_.find(id);
   if (it == dispatches_.end()) return;
@@ -586,7 +733,7 @@ void Profiler::on_counters(const kreplay_dispatch_counting_data_t& data,
     if (Status s = writer_->counter(c); !s.ok()) KR_WARN("{}", s.message());
   }
   auto it = dispatches_.find(data.dispatch_info.dispatch_id);
-  if (it == dispatches_.end() || it->second.replayed) return;
+  if (range_mode() || it == dispatches_.end() || it->second.replayed) return;
   // A single run: its pass and its dispatch are complete with these values.
   auto& r = it->second.record;
   r.start_ns = data.start_timestamp;
@@ -623,7 +770,8 @@ void Profiler::on_trace(const kreplay_callback_tracing_kernel_dispatch_data_t& p
   auto& r = it->second.record;
   if (r.start_ns == 0 || p.start_timestamp < r.start_ns) r.start_ns = p.start_timestamp;
   r.end_ns = std::max(r.end_ns, p.end_timestamp);
-  if (!it->second.replayed && it->second.record_ready) finish_dispatch_locked(pr.dispatch_id);
+  if (!range_mode() && !it->second.replayed && it->second.record_ready)
+    finish_dispatch_locked(pr.dispatch_id);
 }
 
 void Profiler::on_code_object(const kreplay_callback_tracing_code_object_data_t& p,

@@ -18,7 +18,6 @@ Run one file by hand:  KREPLAY_BUILD_DIR=/tmp/build python3 -B tests/cli/test_ou
 
 import csv
 import glob
-import json
 import os
 import re
 import shutil
@@ -128,7 +127,8 @@ def output_lines(result):
 
 
 TALLY_RE = re.compile(
-    r"^==KREPLAY== (\d+) launches: (\d+) replayed \((\d+) passes\), (\d+) declined(?: \(([^)]*)\))?, "
+    r"^==KREPLAY== (\d+) launches: (\d+) replayed \((\d+) passes\), "
+    r"(\d+) declined(?: \(([^)]*)\))?, "
     r"(\d+) not selected$")
 
 
@@ -169,7 +169,8 @@ class KreplayTestCase(unittest.TestCase):
     def sample(self, *args, **kw):
         """kreplay ARGS -- kreplay-sample-app, expected to succeed with the app's self-check OK."""
         r = self.kreplay_ok(*(list(args) + ["--", SAMPLE_APP]), **kw)
-        self.assertIn("sample-app: OK", r.stdout, "the application's self-check failed\n{}".format(r))
+        self.assertIn("sample-app: OK", r.stdout,
+                      "the application's self-check failed\n{}".format(r))
         return r
 
     # -- outputs --------------------------------------------------------------------------------

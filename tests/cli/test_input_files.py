@@ -248,8 +248,9 @@ class KernelModeJobs(InputFileCase):
                       "job_replay_mode", "kernal", "kernel")
 
     def test_reject_unknown_key_with_suggestion(self):
-        line = self.rejected("key.json", '{\n  "jobs": [\n    {"pmc": ["ops"], "kernel_include_regx": "a"}'
-                                         '\n  ]\n}\n',
+        line = self.rejected("key.json", '{\n  "jobs": [\n'
+                                         '    {"pmc": ["ops"], "kernel_include_regx": "a"}\n'
+                                         '  ]\n}\n',
                              "kernel_include_regx", "did you mean kernel_include_regex")
         self.assertIn("key.json:3:", line)
 

@@ -33,7 +33,8 @@ class WhatTheUserSees(e2e.KreplayTestCase):
 
     def test_every_line_is_tagged_on_declines_and_death(self):
         r = self.kreplay("--pmc", "ops", "--pmc", "launches", "--summary", "--", e2e.TEST_APP,
-                         "--launches", "3", "--untracked-from", "2", "--die", "term", "--after", "3")
+                         "--launches", "3", "--untracked-from", "2", "--die", "term",
+                         "--after", "3")
         self.assertEqual(r.rc, 143, str(r))
         self.assert_all_tagged(r, "cli-test-app: ")
 

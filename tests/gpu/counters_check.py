@@ -6,7 +6,9 @@
 1. dram__bytes_read.sum of a kernel that streams N bytes (after an L2 flush) is within 5% of N.
 2. smsp__inst_executed.sum (and the SASS instruction counts) of every launch are equal whether
    the launch was profiled alone with a 1-pass set or inside a 10-pass set.
-3. With --ncu: for 3 kernels and the 10-pass set, kreplay's counts (instructions, SASS loads,
+3. With --range: the same launches under range replay (one range, every pass starting and
+   stopping the profiler once for all of them) give counts within 1% of kernel replay's.
+4. With --ncu: for 3 kernels and the 10-pass set, kreplay's counts (instructions, SASS loads,
    stores, FFMAs, DRAM bytes read of the streaming kernel) are within 1% of ncu --replay-mode
    kernel --cache-control none --clock-control none.
 Exit 77 when there is no GPU; 0 when every check holds."""
@@ -29,6 +31,7 @@ READ_BYTES = 256 << 20
 
 d, work = sys.argv[1], sys.argv[2]
 use_ncu = "--ncu" in sys.argv
+use_range = "--range" in sys.argv
 app = os.path.join(d, "bin", "kreplay_gpu_stream_read")
 kreplay = os.path.join(d, "bin", "kreplay")
 os.makedirs(work, exist_ok=True)
@@ -67,6 +70,20 @@ for did in one:
         if a is None or b is None or a != b:
             failures.append(f"dispatch {did} {one[did]['kernel'][:20]}: {m} 1-pass {a} vs 10-pass {b}")
 print(f"one-pass dispatches {len(one)}, ten-pass dispatches {len(ten)}")
+
+if use_range:
+    rng = profile("ten_pass_range", ["--replay-mode", "range", "--metrics", ",".join(TEN)])
+    if len(rng) != len(ten):
+        failures.append(f"range replay profiled {len(rng)} launches, kernel replay {len(ten)}")
+    for a_id, b_id in zip(sorted(ten), sorted(rng)):
+        for m in COUNTS + ["dram__bytes_read.sum"]:
+            a, b = ten[a_id].get(m), rng[b_id].get(m)
+            if m == "dram__bytes_read.sum" and not ten[a_id]["kernel"].startswith("read_sum"):
+                continue
+            if a is None or b is None or abs(a - b) > 0.01 * max(abs(a), 1.0):
+                failures.append(f"{ten[a_id]['kernel'][:20]} {m}: kernel replay {a}, range replay {b}")
+    print(f"range replay dispatches {len(rng)}: counts within 1% of kernel replay"
+          if not failures else "range replay: see failures")
 
 if use_ncu:
     rep = os.path.join(work, "ncu_ten")

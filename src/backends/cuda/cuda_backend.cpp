@@ -200,6 +200,53 @@ void CudaLaunch::record_end() {
   timed_ = cuEventRecord(end_, stream) == CUDA_SUCCESS;
 }
 
+bool CudaLaunch::recordable() const {
+  return api != LaunchApi::kGraph && !capturing && args_complete;
+}
+
+std::unique_ptr<device::Launch> CudaLaunch::record() {
+  if (!recordable()) return nullptr;
+  auto c = std::make_unique<CudaLaunch>();
+  c->info_ = info_;
+  c->api = api;
+  c->f = f;
+  std::copy(std::begin(grid), std::end(grid), c->grid);
+  std::copy(std::begin(block), std::end(block), c->block);
+  c->shared_bytes = shared_bytes;
+  c->stream = stream;
+  c->device = device;
+  c->args = args;
+  c->args_complete = true;
+  c->args_buffer = args_buffer;
+  c->param_layout = param_layout;
+  c->info_.arg_bytes = std::span<const std::byte>(c->args.data(), c->args.size());
+  // Parameters point into the copy's own bytes.
+  if (args_buffer) {
+    c->own_args_size_ = c->args.size();
+    c->own_extra_ = {CU_LAUNCH_PARAM_BUFFER_POINTER, c->args.data(), CU_LAUNCH_PARAM_BUFFER_SIZE,
+                     &c->own_args_size_, CU_LAUNCH_PARAM_END};
+    c->extra = c->own_extra_.data();
+    c->params = nullptr;
+  } else {
+    for (const auto& [off, size] : c->param_layout) c->own_params_.push_back(c->args.data() + off);
+    c->params = c->own_params_.empty() ? nullptr : c->own_params_.data();
+    c->extra = nullptr;
+  }
+  if (api == LaunchApi::kKernelEx && config != nullptr) {
+    c->own_config_ = *config;
+    c->own_attrs_.assign(config->attrs, config->attrs + config->numAttrs);
+    c->own_config_.attrs = c->own_attrs_.empty() ? nullptr : c->own_attrs_.data();
+    c->config = &c->own_config_;
+  }
+  // The submission just made is waited for through the copy.
+  c->start_ = start_;
+  c->end_ = end_;
+  c->timed_ = timed_;
+  start_ = end_ = nullptr;
+  timed_ = false;
+  return c;
+}
+
 Status CudaLaunch::relaunch() {
   InternalScope internal;
   record_start();

@@ -80,6 +80,8 @@ class CudaLaunch final : public device::Launch {
   const device::LaunchInfo& info() const override { return info_; }
   Status relaunch() override;
   Status wait(uint64_t timeout_ms, device::PassTiming* timing) override;
+  std::unique_ptr<device::Launch> record() override;
+  bool recordable() const override;
 
   /// Record the event that marks the start of a submission (before it), and its end (after).
   void record_start();
@@ -97,6 +99,9 @@ class CudaLaunch final : public device::Launch {
   CUgraphExec graph = nullptr;
   bool capturing = false;  ///< the stream is under capture: nothing executes, no events
   std::vector<std::byte> args;
+  bool args_complete = false;  ///< args holds every parameter (recordable)
+  bool args_buffer = false;    ///< the application passed CU_LAUNCH_PARAM_BUFFER_POINTER
+  std::vector<std::pair<size_t, size_t>> param_layout;  ///< (offset, size) per parameter
   CudaDevice* device = nullptr;
 
   // Counter collection state of this dispatch (see cuda_counters.hpp).
@@ -107,6 +112,12 @@ class CudaLaunch final : public device::Launch {
  private:
   CUevent start_ = nullptr, end_ = nullptr;
   bool timed_ = false;
+  // A recorded copy owns what its pointers point at.
+  std::vector<void*> own_params_;
+  std::vector<void*> own_extra_;
+  size_t own_args_size_ = 0;
+  CUlaunchConfig own_config_{};
+  std::vector<CUlaunchAttribute> own_attrs_;
 };
 
 /// Start kreplay's CUDA side: subscribe to CUPTI and enable the callbacks. Idempotent. Returns

@@ -156,4 +156,42 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_p
   return out;
 }
 
+Status CudaCounterBackend::begin_range_pass(device::CounterSet* set, bool first_pass) {
+  ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
+  InternalScope internal;
+  if (rp->metrics() != set->names() || rp->max_ranges() < max_range_launches_) {
+    RETURN_IF_ERROR(rp->configure(set->names(), cupti::RangeMode::kAuto, max_range_launches_));
+    first_pass = true;
+  }
+  if (first_pass) RETURN_IF_ERROR(rp->begin());
+  RETURN_IF_ERROR(rp->start());
+  range_started_ = true;
+  return Status::Ok();
+}
+
+Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_range_pass(
+    size_t launches) {
+  std::vector<std::vector<device::CounterValue>> out;
+  if (!range_started_) return out;
+  range_started_ = false;
+  ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
+  InternalScope internal;
+  ASSIGN_OR_RETURN(cupti::PassResult pr, rp->stop());
+  if (!pr.all_passes_submitted) return out;  // values come with the set's last pass
+  ASSIGN_OR_RETURN(size_t dropped, rp->decode());
+  if (dropped > 0) KR_WARN_ONCE("ranges-dropped", "CUPTI dropped {} counter ranges", dropped);
+  ASSIGN_OR_RETURN(std::vector<cupti::RangeValues> ranges, rp->values());
+  // Auto range: one range per launch, in submission order.
+  for (size_t i = 0; i < launches && i < ranges.size(); ++i) {
+    auto& vals = out.emplace_back();
+    for (size_t m = 0; m < rp->metrics().size() && m < ranges[i].values.size(); ++m)
+      vals.push_back({rp->metrics()[m], ranges[i].values[m]});
+  }
+  if (ranges.size() != launches) {
+    KR_WARN_ONCE("range-count", "CUPTI reported {} ranges for {} launches of a range",
+                 ranges.size(), launches);
+  }
+  return out;
+}
+
 }  // namespace kreplay::cuda

@@ -54,6 +54,11 @@ class CudaCounterBackend final : public device::CounterBackend {
   Result<std::shared_ptr<device::CounterSet>> create(const std::vector<std::string>& names) override;
   Status begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_pass(device::Launch& launch) override;
+  Status begin_range_pass(device::CounterSet* set, bool first_pass) override;
+  Result<std::vector<std::vector<device::CounterValue>>> end_range_pass(size_t launches) override;
+
+  /// Ranges per pass the counter-data image is sized for (the engine's launch limit).
+  void set_max_range_launches(size_t n) { max_range_launches_ = n; }
 
   /// The profiler of the calling thread's context, or nullptr.
   cupti::RangeProfiler* profiler();
@@ -72,6 +77,8 @@ class CudaCounterBackend final : public device::CounterBackend {
   std::map<CUcontext, std::unique_ptr<cupti::RangeProfiler>> profilers_;
   Status unavailable_;  // set once when the device cannot be profiled
   bool checked_ = false;
+  size_t max_range_launches_ = 64;
+  bool range_started_ = false;
 };
 
 }  // namespace kreplay::cuda

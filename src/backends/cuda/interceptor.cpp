@@ -10,6 +10,7 @@
 // kreplay's own calls (InternalScope) are ignored.
 #include <cupti.h>
 #include <dlfcn.h>
+#include <generated_nvtx_meta.h>
 #include <fmt/format.h>
 
 #include <cstring>
@@ -119,6 +120,16 @@ void init_devices() {
     }
     // Tools load once the devices are known, so they can list agents and counters.
     sdk::Runtime::get().initialize();
+    if (sdk::Runtime::get().registry().range_context() != nullptr) {
+      // Range replay must see every driver call (any of them may close a range) and markers.
+      cuptiEnableDomain(1, state().subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+      for (CUpti_CallbackId id : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
+                                  CUPTI_CBID_NVTX_nvtxRangePop}) {
+        cuptiEnableCallback(1, state().subscriber, CUPTI_CB_DOMAIN_NVTX, id);
+      }
+      size_t max = sdk::Runtime::get().engine().range_options().max_launches;
+      for (auto& b : state().counter_backends) b->set_max_range_launches(max);
+    }
   });
 }
 
@@ -319,14 +330,23 @@ void pack_args(CudaLaunch& l, const FuncInfo& fi) {
     if (buf != nullptr && size > 0) {
       l.args.resize(size);
       std::memcpy(l.args.data(), buf, size);
+      l.args_buffer = true;
+      l.args_complete = true;
     }
   } else if (l.params != nullptr && fi.params_known) {
     l.args.assign(fi.arg_bytes, std::byte{0});
+    bool complete = true;
     for (size_t i = 0; i < fi.params.size(); ++i) {
-      if (l.params[i] == nullptr) continue;
+      if (l.params[i] == nullptr) {
+        complete = false;
+        continue;
+      }
       std::memcpy(l.args.data() + fi.params[i].first, l.params[i], fi.params[i].second);
     }
+    l.param_layout = fi.params;
+    l.args_complete = complete;
   }
+  if (l.extra == nullptr && fi.params_known && fi.params.empty()) l.args_complete = true;
   l.info_.arg_bytes = std::span<const std::byte>(l.args.data(), l.args.size());
 }
 
@@ -444,7 +464,9 @@ void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   auto* inflight = new InFlight();  // NOLINT: owned through correlationData until EXIT
   inflight->launch = std::move(launch);
   inflight->st = sdk::Runtime::get().engine().enter(l);
-  if (inflight->st->window || inflight->st->wait_needed) l.record_start();
+  // Events time the submission when something waits for it: a replay window, a service, or a
+  // range (whose passes are waited for when it closes).
+  if (inflight->st->window || inflight->st->wait_needed || inflight->st->in_range) l.record_start();
   *cb->correlationData = reinterpret_cast<uint64_t>(inflight);
 }
 
@@ -454,7 +476,8 @@ void launch_exit(const CUpti_CallbackData* cb) {
   *cb->correlationData = 0;
   std::unique_ptr<InFlight> owner(inflight);
   bool ok = *static_cast<CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
-  if (ok && (inflight->st->window || inflight->st->wait_needed)) inflight->launch->record_end();
+  if (ok && (inflight->st->window || inflight->st->wait_needed || inflight->st->in_range))
+    inflight->launch->record_end();
   sdk::Runtime::get().engine().exit(inflight->st, ok);
 }
 
@@ -634,6 +657,71 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   }
 }
 
+// ---- range replay: which driver calls close an open range ----
+
+bool starts_with(const char* s, const char* p) { return std::strncmp(s, p, std::strlen(p)) == 0; }
+
+// NONE: the call cannot observe or change device memory (queries of handles and attributes,
+// event recording, context switches); everything else closes the range first.
+kreplay_range_close_reason_t range_close_reason(const char* name) {
+  if (name == nullptr) return KREPLAY_RANGE_CLOSE_OTHER;
+  static constexpr const char* kHarmless[] = {
+      "cuCtxGet", "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent", "cuDeviceGet",
+      "cuDevicePrimaryCtx", "cuDeviceCanAccessPeer", "cuDeviceComputeCapability",
+      "cuDeviceTotalMem", "cuDriverGetVersion", "cuFuncGet", "cuFuncSet", "cuFuncIsLoaded",
+      "cuFuncLoad", "cuKernelGet", "cuKernelSet", "cuLibraryGet", "cuModuleGet", "cuGetProcAddress",
+      "cuGetError", "cuGetExportTable", "cuPointerGet", "cuStreamGet", "cuStreamIsCapturing",
+      "cuEventCreate", "cuEventDestroy", "cuEventRecord", "cuEventElapsedTime", "cuStreamCreate",
+      "cuOccupancy", "cuInit", "cuProfilerInitialize", "cuCtxGetStreamPriorityRange",
+      "cuThreadExchangeStreamCaptureMode", "cuMemGetInfo", "cuMemGetAddressRange",
+      "cuMemPoolGetAttribute", "cuMemPoolSetAttribute", "cuDeviceGetMemPool",
+      "cuDeviceGetDefaultMemPool", "cuMemGetAllocationGranularity", "cuCtxGetDevice"};
+  for (const char* h : kHarmless) {
+    if (starts_with(name, h)) return KREPLAY_RANGE_CLOSE_NONE;
+  }
+  if (starts_with(name, "cuMemcpy") || starts_with(name, "cuMemset") || starts_with(name, "cuMem"))
+    return KREPLAY_RANGE_CLOSE_MEMORY;
+  if (starts_with(name, "cuCtxSynchronize") || starts_with(name, "cuStreamSynchronize") ||
+      starts_with(name, "cuEventSynchronize") || starts_with(name, "cuStreamQuery") ||
+      starts_with(name, "cuEventQuery") || starts_with(name, "cuStreamWaitEvent") ||
+      starts_with(name, "cuLaunchHostFunc"))
+    return KREPLAY_RANGE_CLOSE_SYNCHRONIZE;
+  if (starts_with(name, "cuModule") || starts_with(name, "cuLibrary")) return KREPLAY_RANGE_CLOSE_MODULE;
+  if (starts_with(name, "cuGraph") || starts_with(name, "cuStreamBeginCapture"))
+    return KREPLAY_RANGE_CLOSE_GRAPH;
+  return KREPLAY_RANGE_CLOSE_OTHER;
+}
+
+bool range_mode() {
+  auto* c = sdk::Runtime::get().registry().range_context();
+  return c != nullptr && c->active.load(std::memory_order_acquire);
+}
+
+std::vector<std::string>& nvtx_stack() {
+  thread_local std::vector<std::string> stack;
+  return stack;
+}
+
+void nvtx_callback(CUpti_CallbackId cbid, const CUpti_NvtxData* d) {
+  auto& engine = sdk::Runtime::get().engine();
+  if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA) {
+    auto* p = static_cast<const nvtxRangePushA_params*>(d->functionParams);
+    nvtx_stack().emplace_back(p && p->message ? p->message : "");
+    engine.range_marker(replay::Engine::MarkerEvent::kNvtxPush, nvtx_stack().back());
+  } else if (cbid == CUPTI_CBID_NVTX_nvtxRangePushEx) {
+    auto* p = static_cast<const nvtxRangePushEx_params*>(d->functionParams);
+    const char* msg = p && p->eventAttrib && p->eventAttrib->messageType == NVTX_MESSAGE_TYPE_ASCII
+                          ? p->eventAttrib->message.ascii
+                          : "";
+    nvtx_stack().emplace_back(msg ? msg : "");
+    engine.range_marker(replay::Engine::MarkerEvent::kNvtxPush, nvtx_stack().back());
+  } else if (cbid == CUPTI_CBID_NVTX_nvtxRangePop && !nvtx_stack().empty()) {
+    std::string name = std::move(nvtx_stack().back());
+    nvtx_stack().pop_back();
+    engine.range_marker(replay::Engine::MarkerEvent::kNvtxPop, name);
+  }
+}
+
 bool is_launch(CUpti_CallbackId cbid) {
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
@@ -682,9 +770,24 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
       }
       return;
     }
+    if (domain == CUPTI_CB_DOMAIN_NVTX) {
+      nvtx_callback(cbid, static_cast<const CUpti_NvtxData*>(data));
+      return;
+    }
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     init_devices();
+    if (cb->callbackSite == CUPTI_API_ENTER && !is_launch(cbid) && range_mode()) {
+      // A range closes before any call that could observe or change device memory.
+      if (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart) {
+        sdk::Runtime::get().engine().range_marker(replay::Engine::MarkerEvent::kProfilerStart, "");
+      } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop) {
+        sdk::Runtime::get().engine().range_marker(replay::Engine::MarkerEvent::kProfilerStop, "");
+      } else if (auto why = range_close_reason(cb->functionName); why != KREPLAY_RANGE_CLOSE_NONE) {
+        CudaDevice* dev = device_of_context(cb->context);
+        sdk::Runtime::get().engine().range_barrier(dev ? dev->agent : 0, why);
+      }
+    }
     if (is_launch(cbid)) {
       if (cb->callbackSite == CUPTI_API_ENTER) {
         *cb->correlationData = 0;

@@ -284,6 +284,9 @@ int run_plan(const RunPlan& plan) {
         KR_WARN("CUDA_INJECTION64_PATH was '{}'; kreplay replaces it with its own library", current);
       }
       env.emplace_back("CUDA_INJECTION64_PATH", cuda.string());
+      // NVTX range markers reach kreplay through NVTX's injection hook.
+      if (run.config.range_markers.rfind("nvtx:", 0) == 0)
+        env.emplace_back("NVTX_INJECTION64_PATH", cuda.string());
     }
     if (!plan.log_level.empty()) env.emplace_back("KREPLAY_LOG_LEVEL", plan.log_level);
     if (plan.runs.size() > 1) KR_NOTICE("{}", run.label);

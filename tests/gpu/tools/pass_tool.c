@@ -92,6 +92,7 @@ static const char* decline_reason_name(kreplay_decline_reason_t r) {
     case KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED: return "SNAPSHOT_FAILED";
     case KREPLAY_DECLINE_REASON_LAUNCH_FAILED: return "LAUNCH_FAILED";
     case KREPLAY_DECLINE_REASON_PASS_TIMEOUT: return "PASS_TIMEOUT";
+    case KREPLAY_DECLINE_REASON_NOTHING_SELECTED: return "NOTHING_SELECTED";
     case KREPLAY_DECLINE_REASON_LAST: break;
   }
   return "UNKNOWN";
