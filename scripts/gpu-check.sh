@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything kreplay checks and measures on a GPU machine, from a tree built elsewhere.
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
-# Sections (default: all, in this order): unit suite injection counters cli torch overhead ncu range.
+# Sections (default: all, in this order): unit suite injection counters cli torch overhead ncu range rangebench.
 # <dist-dir> holds bin/ lib/ share/ of a build (scripts/make-gpu-dist.sh). Each step has its own
 # time limit; logs go to /tmp/kreplay-gpu-work (tarred into <out-dir>/work.tgz) and a line per
 # step to <out-dir>/summary.txt.
@@ -10,7 +10,7 @@ D=$(cd "$1" && pwd)
 O=$2
 shift 2
 SECTIONS=("$@")
-((${#SECTIONS[@]})) || SECTIONS=(unit suite injection counters cli torch overhead ncu range)
+((${#SECTIONS[@]})) || SECTIONS=(unit suite injection counters cli torch overhead ncu range rangebench)
 W=/tmp/kreplay-gpu-work
 mkdir -p "$W" "$O"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$D/lib:${LD_LIBRARY_PATH:-}
@@ -103,27 +103,29 @@ for section in "${SECTIONS[@]}"; do
       t0=$(date +%s%N)
       step "bench_ncu_$i" 300 ncu --replay-mode kernel --cache-control none --clock-control none \
         --metrics "$TEN" "$RA" 8 3 6 256
-      note "bench_ncu_$i t0=$t0 $(grep replay_app "$W/bench_ncu_$i.log")"
+      note "bench_ncu_$i t0=$t0 $(grep "^replay_app " "$W/bench_ncu_$i.log")"
     done
+    python3 bench/cuda/ratios.py "$O/summary.txt" | tee -a "$O/summary.txt"
     ;;
-  range)  # range replay: the suite, counters against kernel replay, and the benchmark
+  range)  # range replay: the suite and its counters against kernel replay
     step range_suite 330 env KREPLAY_SUITE_MODE=range tests/gpu/run_gpu_suite.sh "$D" "$W/range_suite"
     tail -1 "$W/range_suite.log" | tee -a "$O/summary.txt"
     grep -E "FAIL" "$W/range_suite.log" | head -5 | tee -a "$O/summary.txt"
     step range_counters 300 python3 tests/gpu/counters_check.py "$D" "$W/range_counters" --range
     tail -4 "$W/range_counters.log" | tee -a "$O/summary.txt"
+    ;;
+  rangebench)  # range replay vs kernel replay vs ncu: 1 GiB, 3 kernels, 4 windows of 24 launches
     RA=$D/bin/replay_app
-    for i in 1 2; do
-      step "rb_plain_$i" 60 "$RA" 1 3 24 64 0
-      note "rb_plain_$i $(grep replay_app "$W/rb_plain_$i.log")"
-      step "rb_range_$i" 300 env KREPLAY_PRINT_COSTS=1 "$K" --replay-mode range --metrics "$TEN" -d "$W/rb_r$i" -o run -- "$RA" 1 3 24 64 0
-      note "rb_range_$i $(grep replay_app "$W/rb_range_$i.log")"
-      step "rb_kernel_$i" 300 "$K" --replay-mode kernel --metrics "$TEN" -d "$W/rb_k$i" -o run -- "$RA" 1 3 24 64 0
-      note "rb_kernel_$i $(grep replay_app "$W/rb_kernel_$i.log")"
-      step "rb_ncu_$i" 300 ncu --replay-mode kernel --cache-control none --clock-control none \
-        --metrics "$TEN" "$RA" 1 3 24 64 0
-      note "rb_ncu_$i $(grep replay_app "$W/rb_ncu_$i.log")"
-    done
+    step rb_plain 60 "$RA" 1 3 96 64 24
+    note "rb_plain $(grep replay_app "$W/rb_plain.log")"
+    step rb_range 300 env KREPLAY_PRINT_COSTS=1 "$K" --replay-mode range --metrics "$TEN" -d "$W/rb_r" -o run -- "$RA" 1 3 96 64 24
+    note "rb_range $(grep replay_app "$W/rb_range.log")"
+    step rb_kernel 300 "$K" --replay-mode kernel --metrics "$TEN" -d "$W/rb_k" -o run -- "$RA" 1 3 96 64 24
+    note "rb_kernel $(grep replay_app "$W/rb_kernel.log")"
+    step rb_ncu 300 ncu --replay-mode kernel --cache-control none --clock-control none \
+      --metrics "$TEN" "$RA" 1 3 96 64 24
+    note "rb_ncu $(grep "^replay_app " "$W/rb_ncu.log")"
+    python3 bench/cuda/ratios.py "$O/summary.txt" | tee -a "$O/summary.txt"
     ;;
   esac
 done
