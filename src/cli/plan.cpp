@@ -470,7 +470,15 @@ Result<RunPlan> make_run_plan(const CliOptions& options, const InputFile* input)
     }
     c.app_pass = static_cast<uint32_t>(k + 1);
     c.app_pass_count = static_cast<uint32_t>(total);
-    if (total > 1) c.output.directory = pass_directory(c.output.directory, k + 1);
+    if (total > 1) {
+      c.output.directory = pass_directory(c.output.directory, k + 1);
+      // An absolute file name ignores the directory: put the pass into the file's own path.
+      if (!c.output.file.empty() && c.output.file.front() == '/') {
+        size_t slash = c.output.file.rfind('/');
+        c.output.file = pass_directory(c.output.file.substr(0, slash), k + 1) +
+                        c.output.file.substr(slash);
+      }
+    }
     if (c.output.file_from_user && !template_is_per_process(c.output.file) && !warned_output) {
       warned_output = true;
       plan.warnings.push_back(fmt::format(

@@ -26,9 +26,9 @@ std::string part_path(const std::string& path, const char* section) {
 
 }  // namespace
 
-Result<std::unique_ptr<JsonWriter>> JsonWriter::create(const std::string& path) {
+Result<std::unique_ptr<JsonWriter>> JsonWriter::create(const std::string& path, bool gzip) {
   std::unique_ptr<JsonWriter> w(new JsonWriter());
-  ASSIGN_OR_RETURN(w->out_, OutputFile::create(path));
+  ASSIGN_OR_RETURN(w->out_, OutputFile::create(path, gzip));
   for (int s = 0; s < kCount; ++s) {
     ASSIGN_OR_RETURN(w->parts_[s], OutputFile::create(part_path(path, kSectionNames[s])));
     w->part_empty_[s] = true;

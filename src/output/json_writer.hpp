@@ -25,7 +25,7 @@ namespace kreplay::output {
 
 class JsonWriter final : public Writer {
  public:
-  static Result<std::unique_ptr<JsonWriter>> create(const std::string& path);
+  static Result<std::unique_ptr<JsonWriter>> create(const std::string& path, bool gzip = false);
   ~JsonWriter() override;
 
   Status begin(const RunInfo& run) override;

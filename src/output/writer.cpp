@@ -162,7 +162,10 @@ Result<std::unique_ptr<Writer>> build(const OutputConfig& config) {
     multi->add("csv", std::move(w));
   }
   if (wanted.count("json") != 0) {
-    ASSIGN_OR_RETURN(auto w, JsonWriter::create(output_path(config, "_results.json")));
+    ASSIGN_OR_RETURN(auto w, JsonWriter::create(output_path(config, config.gzip_trace
+                                                                        ? "_results.json.gz"
+                                                                        : "_results.json"),
+                                                config.gzip_trace));
     multi->add("json", std::move(w));
   }
   if (wanted.count("perfetto") != 0) {

@@ -76,13 +76,15 @@ class Profiler {
   std::optional<cli::KernelFilter> filter;
   kreplay_context_id_t replay_ctx{}, count_ctx{}, trace_ctx{}, misc_ctx{};
   bool counting = false;
+  bool tracing = false;  // the dispatch trace runs: it times single runs and writes pass records
 
   int initialize();
   void finalize(bool from_signal);
 
   // callbacks
   void on_config_enter(kreplay_callback_tracing_kernel_replay_data_t& p);
-  void on_config_exit(const kreplay_callback_tracing_kernel_replay_data_t& p);
+  void on_config_exit(const kreplay_callback_tracing_kernel_replay_data_t& p,
+                      uint64_t correlation_id);
   void on_pass_enter(const kreplay_callback_tracing_kernel_replay_data_t& p);
   void on_pass_exit(const kreplay_callback_tracing_kernel_replay_data_t& p);
   uint64_t pick_config(const kreplay_dispatch_counting_data_t& d);
@@ -146,7 +148,8 @@ void replay_cb(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void
   auto& p = *static_cast<kreplay_callback_tracing_kernel_replay_data_t*>(rec.payload);
   auto& prof = Profiler::get();
   if (rec.operation == KREPLAY_KERNEL_REPLAY_CONFIG) {
-    if (rec.phase == KREPLAY_CALLBACK_PHASE_ENTER) prof.on_config_enter(p); else prof.on_config_exit(p);
+    if (rec.phase == KREPLAY_CALLBACK_PHASE_ENTER) prof.on_config_enter(p);
+    else prof.on_config_exit(p, rec.correlation_id.internal);
   } else if (rec.operation == KREPLAY_KERNEL_REPLAY_PASS) {
     if (rec.phase == KREPLAY_CALLBACK_PHASE_ENTER) prof.on_pass_enter(p); else prof.on_pass_exit(p);
   }
@@ -252,7 +255,9 @@ int Profiler::initialize() {
       switch (config.output.formats.front()) {
         case cli::OutputFormat::kSqlite: suffix = "_results.db"; break;
         case cli::OutputFormat::kCsv: suffix = "_counter_collection.csv"; break;
-        case cli::OutputFormat::kJson: suffix = "_results.json"; break;
+        case cli::OutputFormat::kJson:
+          suffix = config.output.gzip ? "_results.json.gz" : "_results.json";
+          break;
         case cli::OutputFormat::kPerfetto:
           suffix = config.output.gzip ? "_trace.json.gz" : "_trace.json";
           break;
@@ -397,7 +402,15 @@ int Profiler::initialize() {
     counting = true;
   }
   // Range passes are waited for anyway: their per-launch times come from dispatch tracing.
-  if (config.output.kernel_trace || range_mode()) {
+  // So is a single run with no counter pass (no counters at all, or a timing pass first): only
+  // the dispatch trace tells its start and end.
+  bool need_times = false;
+  for (const auto& [agent, plan] : plans_) {
+    need_times |= plan.rotation.empty() &&
+                  (plan.passes.empty() || plan.passes.front().kind == PlannedPass::Kind::kTiming);
+  }
+  if (config.output.kernel_trace || range_mode() || need_times) {
+    tracing = true;
     kreplay_create_context(&trace_ctx);
     uint32_t op = KREPLAY_KERNEL_DISPATCH_EXECUTE;
     kreplay_configure_callback_tracing_service(trace_ctx, KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH,
@@ -464,7 +477,8 @@ void Profiler::on_config_enter(kreplay_callback_tracing_kernel_replay_data_t& p)
   write_kernel_locked(info);
 }
 
-void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_t& p) {
+void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_t& p,
+                              uint64_t correlation_id) {
   const auto& info = p.dispatch_info;
   const auto* o = p.outcome;
   std::lock_guard lock(mu_);
@@ -490,6 +504,7 @@ void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_
   }
   auto& r = d.record;
   r.dispatch_id = info.dispatch_id;
+  r.correlation_id = correlation_id;
   r.agent_id = info.agent_id.handle;
   r.stream_id = info.stream_id.handle;
   r.kernel_id = info.kernel_id;
@@ -531,7 +546,7 @@ void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_
   bool more_to_come = !d.replayed && ((counting && (d.plan && !d.plan->passes.empty() &&
                                                     d.plan->passes[0].kind ==
                                                         PlannedPass::Kind::kCounters)) ||
-                                      d.rotation_config != 0 || config.output.kernel_trace);
+                                      d.rotation_config != 0 || tracing);
   if (!more_to_come) finish_dispatch_locked(info.dispatch_id);
 }
 
@@ -680,7 +695,7 @@ void Profiler::on_pass_exit(const kreplay_callback_tracing_kernel_replay_data_t&
   auto& r = it->second.record;
   if (r.start_ns == 0 || p.start_timestamp < r.start_ns) r.start_ns = p.start_timestamp;
   r.end_ns = std::max(r.end_ns, p.end_timestamp);
-  if (config.output.kernel_trace) return;  // the trace writes pass records
+  if (tracing) return;  // the trace writes pass records
   output::PassRecord pr;
   pr.dispatch_id = p.dispatch_info.dispatch_id;
   pr.replay_pass = p.current_pass;
@@ -738,7 +753,7 @@ void Profiler::on_counters(const kreplay_dispatch_counting_data_t& data,
   auto& r = it->second.record;
   r.start_ns = data.start_timestamp;
   r.end_ns = data.end_timestamp;
-  if (!config.output.kernel_trace) {
+  if (!tracing) {
     output::PassRecord pr;
     pr.dispatch_id = data.dispatch_info.dispatch_id;
     pr.replay_pass = data.replay_pass;

@@ -180,8 +180,10 @@ int pmc_check(const std::optional<std::string>& chip_option, const std::vector<s
 // ---- running the application ----
 
 pid_t g_child = 0;
+volatile sig_atomic_t g_stop_signal = 0;  // a signal kreplay itself received
 
 void forward_signal(int sig) {
+  g_stop_signal = sig;
   if (g_child > 0) kill(g_child, sig);
 }
 
@@ -300,6 +302,11 @@ int run_plan(const RunPlan& plan) {
       databases.push_back(*db);
     }
     if (result->exit_code == 127 && k == 0) return 127;  // the application could not be started
+    if (g_stop_signal != 0) {
+      KR_NOTICE("stopped by signal {}; {} of {} runs done", static_cast<int>(g_stop_signal), k + 1,
+                plan.runs.size());
+      return 128 + g_stop_signal;
+    }
   }
   if (plan.runs.size() > 1 && databases.size() > 1) {
     // Application replay: one database holding every run, each row knowing its pass. It goes
@@ -311,8 +318,13 @@ int run_plan(const RunPlan& plan) {
                                      suffix) == 0) {
       top.output.directory.resize(top.output.directory.size() - suffix.size());
     }
+    if (!top.output.file.empty() && top.output.file.front() == '/') {
+      size_t at = top.output.file.rfind(suffix + "/");
+      if (at != std::string::npos) top.output.file.erase(at, suffix.size());
+    }
     auto ctx = ExpansionContext::current();
     ctx.pid = first_pid;
+    ctx.ppid = getpid();  // the applications' parent, as in run_database()
     auto base = output_base_path(top.output, ctx);
     std::string merged = base.ok() ? *base + "_results.db" : "kreplay_results.db";
     fs::create_directories(fs::path(merged).parent_path());
