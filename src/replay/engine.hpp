@@ -190,6 +190,10 @@ struct RangeState {
   std::vector<std::pair<uint64_t, bool>> overrides;
   Snapshot snapshot;
   device::CounterSet* counter_set = nullptr;  ///< the current pass's counter session
+  /// Index of the first launch the session counts: on pass 0 the session starts at the first
+  /// launch a tool counts (launches before it were not selected); on later passes at launch 0.
+  size_t counted_from = 0;
+  bool counter_session_tried = false;  ///< pass 0 tried to start a session (even if it failed)
   device::PassTiming pass_timing{};
   kreplay_range_outcome_record_t outcome{};
   std::vector<kreplay_replay_interval_t> intervals;

@@ -188,7 +188,24 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first) {
                                        "replay_continue; the range is not replayed");
     return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_INVALID_PLAN);
   }
-  if (!r->plan.replay) return finish_unopened(KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED, {});
+  // A range of one pass is not replayed, but still runs as a range: its launches share one
+  // counter session (one profiler start and stop for all of them), with no drain and no snapshot.
+  const bool single_pass = !r->plan.replay && r->plan.requested == 1;
+  if (!r->plan.replay && !single_pass) {
+    return finish_unopened(KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED, {});
+  }
+  if (single_pass) {
+    r->pre_active = hooks_.active_contexts();
+    r->pass = 0;
+    {
+      LocalContextScope scope(r->pre_active, {});
+      hooks_.range_pass_enter(*r, scope);
+      r->overrides = scope.overrides();
+    }
+    slot.range = std::move(r);
+    slot.range_open.store(true, std::memory_order_release);
+    return true;
+  }
 
   const Options opt = options();
   device::Device& dev = *slot.device;
@@ -261,13 +278,17 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
   }
   device::CounterBackend* counters = slot.device->counters();
   if (device::CounterSet* set = hooks_.armed_set(ls); set != nullptr && counters != nullptr) {
-    if (r.counter_set == nullptr && r.launches.empty()) {
+    if (!r.counter_session_tried) {
+      // The session starts at the range's first counted launch: launches before it are not
+      // selected and run uncounted.
+      r.counter_session_tried = true;
       if (Status s = counters->begin_range_pass(set, true); s.ok()) {
         r.counter_set = set;
+        r.counted_from = r.launches.size();
       } else {
         KR_WARN("range {}: counters not collected: {}", r.info.range_id, s.message());
       }
-    } else if (set != r.counter_set) {
+    } else if (r.counter_set != nullptr && set != r.counter_set) {
       KR_WARN_ONCE("range-counter-set", "the launches of a range must count one counter "
                                         "config per pass; later configs are ignored");
     }
@@ -342,13 +363,14 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
       }
     }
     if (r.counter_set != nullptr && counters != nullptr) {
-      auto values = counters->end_range_pass(r.launches.size());
+      const size_t from = std::min(r.counted_from, r.launches.size());
+      auto values = counters->end_range_pass(r.launches.size() - from);
       if (!values.ok()) {
         KR_WARN("range {} pass {}: reading counters failed: {}", r.info.range_id, r.pass,
                 values.status().message());
       } else {
-        for (size_t i = 0; i < r.launches.size() && i < values->size(); ++i)
-          r.launches[i]->st->range_values = std::move((*values)[i]);
+        for (size_t i = 0; from + i < r.launches.size() && i < values->size(); ++i)
+          r.launches[from + i]->st->range_values = std::move((*values)[i]);
       }
     }
     for (auto& rl : r.launches) {
@@ -368,8 +390,10 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
   if (ok && out.selected_launches == 0) {
     out.outcome = KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED;
     out.reason = KREPLAY_DECLINE_REASON_NOTHING_SELECTED;
+  } else if (!r.plan.replay) {
+    out.outcome = KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED;  // one pass: the application's own
   }
-  while (ok && out.selected_launches > 0 && range_should_continue(r)) {
+  while (ok && r.plan.replay && out.selected_launches > 0 && range_should_continue(r)) {
     uint64_t t0 = now_ns();
     Result<uint64_t> restored = r.snapshot.restore(dev, opt.verify_restore);
     uint64_t t1 = now_ns();
@@ -386,6 +410,7 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
     for (auto& rl : r.launches) rl->st->pass = r.pass;
     hooks_.range_pass_enter(r, scope);
     r.counter_set = nullptr;
+    r.counted_from = 0;  // later passes count from the first resubmitted launch
     for (auto& rl : r.launches) hooks_.before_submit(*rl->st);
     if (counters != nullptr) {
       for (auto& rl : r.launches) {

@@ -331,7 +331,8 @@ void SdkHooks::deliver_range(replay::RangeState& r, uint32_t op, kreplay_callbac
   kreplay_callback_tracing_record_t rec{};
   rec.context_id.handle = c->handle;
   rec.thread_id = thread_id();
-  rec.correlation_id = r.correlation;
+  // A LAUNCH record carries its launch's correlation id; the others the range's first launch's.
+  rec.correlation_id = launch != nullptr ? launch->correlation : r.correlation;
   rec.kind = KREPLAY_CALLBACK_TRACING_RANGE_REPLAY;
   rec.operation = op;
   rec.phase = phase;

@@ -101,7 +101,7 @@ class Profiler {
   bool range_mode() const { return config.replay_mode == cli::ReplayMode::kRange; }
   uint64_t range_pass_count(const kreplay_range_info_t& info);
   void on_range_config_enter(kreplay_callback_tracing_range_replay_data_t& p);
-  void on_range_launch(kreplay_callback_tracing_range_replay_data_t& p);
+  void on_range_launch(kreplay_callback_tracing_range_replay_data_t& p, uint64_t correlation_id);
   void on_range_pass(const kreplay_callback_tracing_range_replay_data_t& p, bool enter);
   void on_range_config_exit(const kreplay_callback_tracing_range_replay_data_t& p);
 
@@ -137,6 +137,7 @@ class Profiler {
 
 // Thread-local: the pass a replayed dispatch is in, for the counting callback.
 thread_local const PlannedPass* tl_pass = nullptr;
+thread_local uint64_t tl_range_launch_id = 0;  // the last launch this thread saw join a range
 
 // ---- C callbacks ------------------------------------------------------------------------------
 
@@ -167,7 +168,7 @@ void range_cb(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void*
     case KREPLAY_RANGE_REPLAY_CONFIG:
       if (enter) prof.on_range_config_enter(p); else prof.on_range_config_exit(p);
       break;
-    case KREPLAY_RANGE_REPLAY_LAUNCH: prof.on_range_launch(p); break;
+    case KREPLAY_RANGE_REPLAY_LAUNCH: prof.on_range_launch(p, rec.correlation_id.internal); break;
     case KREPLAY_RANGE_REPLAY_PASS: prof.on_range_pass(p, enter); break;
     default: break;
   }
@@ -456,6 +457,7 @@ void Profiler::write_kernel_locked(const kreplay_kernel_dispatch_info_t& info) {
 
 void Profiler::on_config_enter(kreplay_callback_tracing_kernel_replay_data_t& p) {
   const auto& info = p.dispatch_info;
+  tl_range_launch_id = info.dispatch_id;
   launches_.fetch_add(1, std::memory_order_relaxed);
   bool selected = filter->selects_everything() ||
                   filter->select(info.kernel_name ? info.kernel_name : "",
@@ -559,11 +561,15 @@ uint64_t Profiler::range_pass_count(const kreplay_range_info_t& info) {
 void Profiler::on_range_config_enter(kreplay_callback_tracing_range_replay_data_t& p) {
   std::lock_guard lock(mu_);
   const AgentPlan* plan = plan_for(p.range.agent_id.handle);
-  if (plan && plan->passes.size() > 1) p.replay_pass_count = &range_pass_count_cb;
+  // Every range gets a pass count, even 1: a range of one pass runs without a snapshot, but its
+  // launches still share one counter session.
+  if (plan) p.replay_pass_count = &range_pass_count_cb;
 }
 
-void Profiler::on_range_launch(kreplay_callback_tracing_range_replay_data_t& p) {
+void Profiler::on_range_launch(kreplay_callback_tracing_range_replay_data_t& p,
+                               uint64_t correlation_id) {
   const auto& info = p.dispatch_info;
+  tl_range_launch_id = info.dispatch_id;
   launches_.fetch_add(1, std::memory_order_relaxed);
   bool selected = filter->selects_everything() ||
                   filter->select(info.kernel_name ? info.kernel_name : "",
@@ -580,6 +586,7 @@ void Profiler::on_range_launch(kreplay_callback_tracing_range_replay_data_t& p) 
   d.plan = plan_for(info.agent_id.handle);
   auto& r = d.record;
   r.dispatch_id = info.dispatch_id;
+  r.correlation_id = correlation_id;
   r.agent_id = info.agent_id.handle;
   r.stream_id = info.stream_id.handle;
   r.kernel_id = info.kernel_id;
@@ -614,16 +621,25 @@ void Profiler::on_range_config_exit(const kreplay_callback_tracing_range_replay_
   const auto* o = p.outcome;
   if (o == nullptr) return;
   std::lock_guard lock(mu_);
+  // The tally counts the selected launches as replayed or declined (the others are counted as not
+  // selected when they join the range); passes count every execution of every launch, as in
+  // kernel replay.
+  uint64_t selected = 0;
+  for (uint64_t i = 0; i < o->launches; ++i) {
+    auto it = dispatches_.find(o->dispatch_ids[i]);
+    if (it != dispatches_.end() && it->second.selected) ++selected;
+  }
   if (o->outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED) {
-    replayed_.fetch_add(o->launches, std::memory_order_relaxed);
+    replayed_.fetch_add(selected, std::memory_order_relaxed);
     passes_.fetch_add(o->launches * o->passes_executed, std::memory_order_relaxed);
   } else {
     passes_.fetch_add(o->launches, std::memory_order_relaxed);
-    if (o->outcome == KREPLAY_REPLAY_OUTCOME_DECLINED) {
-      declined_.fetch_add(std::max<uint64_t>(1, o->launches), std::memory_order_relaxed);
-      declined_by_reason_[reason_name(o->reason)] += std::max<uint64_t>(1, o->launches);
+    if (o->outcome == KREPLAY_REPLAY_OUTCOME_DECLINED && selected > 0) {
+      declined_.fetch_add(selected, std::memory_order_relaxed);
+      declined_by_reason_[reason_name(o->reason)] += selected;
     }
   }
+  bool phases_booked = false;
   for (uint64_t i = 0; i < o->launches; ++i) {
     auto it = dispatches_.find(o->dispatch_ids[i]);
     if (it == dispatches_.end()) continue;
@@ -632,8 +648,10 @@ void Profiler::on_range_config_exit(const kreplay_callback_tracing_range_replay_
     r.reason = reason_name(o->reason);
     r.passes_requested = o->passes_requested;
     r.passes_executed = o->passes_executed;
-    // The range's snapshot and restores are shared by its launches: they are booked on the first.
-    if (i == 0) {
+    // The range's snapshot and restores are shared by its launches: they are booked on the first
+    // launch the outputs keep.
+    if (!phases_booked) {
+      phases_booked = true;
       r.bytes_snapshotted = o->bytes_snapshotted;
       r.bytes_restored = o->bytes_restored;
       r.snapshot_ns = o->snapshot_ns;
@@ -641,7 +659,7 @@ void Profiler::on_range_config_exit(const kreplay_callback_tracing_range_replay_
       for (uint64_t k = 0; k < o->interval_count; ++k) {
         const auto& iv = o->intervals[k];
         output::ReplayPhaseRecord ph;
-        ph.dispatch_id = o->dispatch_ids[0];
+        ph.dispatch_id = o->dispatch_ids[i];
         ph.agent_id = o->agent_id.handle;
         ph.stream_id = p.range.stream_id.handle;
         ph.phase = iv.kind == KREPLAY_REPLAY_INTERVAL_SNAPSHOT ? "snapshot" : "restore";
@@ -768,7 +786,23 @@ void Profiler::on_counters(const kreplay_dispatch_counting_data_t& data,
 }
 
 void Profiler::on_trace(const kreplay_callback_tracing_kernel_dispatch_data_t& p, bool exit) {
-  if (!exit) return;
+  if (!exit) {
+    // Range mode sees a launch through RANGE_REPLAY only when it joins a range (LAUNCH comes just
+    // before this ENTER, on this thread). One that runs outside any range (outside the markers,
+    // or a graph launch) is tallied here: declined for a graph, otherwise not selected.
+    if (range_mode() && p.replay_pass == 0 && p.dispatch_info.dispatch_id != tl_range_launch_id) {
+      launches_.fetch_add(1, std::memory_order_relaxed);
+      passes_.fetch_add(1, std::memory_order_relaxed);  // it runs once, as in kernel replay
+      if (p.dispatch_info.flags & (KREPLAY_DISPATCH_FLAG_GRAPH | KREPLAY_DISPATCH_FLAG_CAPTURED)) {
+        std::lock_guard lock(mu_);
+        declined_.fetch_add(1, std::memory_order_relaxed);
+        ++declined_by_reason_[reason_name(KREPLAY_DECLINE_REASON_GRAPH_LAUNCH)];
+      } else {
+        not_selected_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    return;
+  }
   std::lock_guard lock(mu_);
   auto it = dispatches_.find(p.dispatch_info.dispatch_id);
   if (it == dispatches_.end()) return;  // a dispatch the tool did not keep

@@ -4,6 +4,7 @@
 //
 //   kreplay-cli-test-app [--launches N] [--sleep-ms MS] [--exit-code C]
 //                        [--die term|segv|abort|kill --after K] [--untracked-from K]
+//                        [--two-kernels] [--sync-every S] [--profiler A B] [--nvtx NAME A B]
 //
 // It runs N launches (default 4) of one kernel, bump(unsigned* x, unsigned n): x[i] += i + 1 and,
 // on thread 0, one atomic increment of a module-scope launch counter. bump is not idempotent, so
@@ -15,6 +16,11 @@
 // result, prints "cli-test-app: OK" (or what differed) and exits with --exit-code (default 0), or
 // 1 when the check failed. With --untracked-from K, memory that replay cannot track is allocated
 // before launch K and freed after the last one, so launches K..N are declined (UNTRACKED_MEMORY).
+// For range replay: --two-kernels makes every even-numbered launch (2, 4, ...) mark(y, n) instead,
+// y[i] += 2i + 1 on a buffer of its own; --sync-every S synchronizes the stream after every S
+// launches (each synchronization closes a range); --profiler A B calls the profiler-start marker
+// before launch A and the profiler-stop marker after launch B; --nvtx NAME A B pushes an NVTX range
+// NAME before launch A and pops it after launch B.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -49,6 +55,18 @@ void bump(hostrt::ThreadContext& t) {
   }
 }
 
+// mark(unsigned* y, unsigned n): y[i] += 2i + 1.
+void mark(hostrt::ThreadContext& t) {
+  auto* y = t.arg<uint32_t*>(0);
+  const auto n = t.arg<uint32_t>(1);
+  const uint64_t i = t.global_thread_id();
+  if (i < n) {
+    t.store(&y[i], t.load(&y[i]) + static_cast<uint32_t>(2 * i + 1));
+    t.count_ops(2);
+  }
+  if (i == 0) t.atomic_add(g_launch_count, 1u);
+}
+
 void check(const kreplay::Status& s, const char* what) {
   if (!s.ok()) {
     std::printf("cli-test-app: FAILED: %s: %s\n", what, s.message().c_str());
@@ -64,7 +82,8 @@ T check(kreplay::Result<T> r, const char* what) {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "cli-test-app: %s\nusage: kreplay-cli-test-app [--launches N] [--sleep-ms MS] "
-               "[--exit-code C] [--die term|segv|abort|kill --after K] [--untracked-from K]\n",
+               "[--exit-code C] [--die term|segv|abort|kill --after K] [--untracked-from K] "
+               "[--two-kernels] [--sync-every S] [--profiler A B] [--nvtx NAME A B]\n",
                why);
   std::exit(64);
 }
@@ -96,8 +115,10 @@ uint32_t number(int argc, char** argv, int* i) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint32_t launches = 4, exit_code = 0, after = 0, untracked_from = 0;
-  std::string die_by;
+  uint32_t launches = 4, exit_code = 0, after = 0, untracked_from = 0, sync_every = 0;
+  uint32_t profiler_from = 0, profiler_to = 0, nvtx_from = 0, nvtx_to = 0;
+  bool two_kernels = false;
+  std::string die_by, nvtx_name;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--launches") {
@@ -108,6 +129,18 @@ int main(int argc, char** argv) {
       exit_code = number(argc, argv, &i);
     } else if (a == "--untracked-from") {
       untracked_from = number(argc, argv, &i);
+    } else if (a == "--two-kernels") {
+      two_kernels = true;
+    } else if (a == "--sync-every") {
+      sync_every = number(argc, argv, &i);
+    } else if (a == "--profiler") {
+      profiler_from = number(argc, argv, &i);
+      profiler_to = number(argc, argv, &i);
+    } else if (a == "--nvtx") {
+      if (i + 1 >= argc) usage("--nvtx needs NAME A B");
+      nvtx_name = argv[++i];
+      nvtx_from = number(argc, argv, &i);
+      nvtx_to = number(argc, argv, &i);
     } else if (a == "--after") {
       after = number(argc, argv, &i);
     } else if (a == "--die") {
@@ -124,14 +157,17 @@ int main(int argc, char** argv) {
   constexpr uint32_t kBlock = 128;
   hostrt::ModuleDesc desc;
   desc.name = "cli_test_module";
-  desc.kernels = {{"_Z4bumpPjj", bump, {8, 4}}};
+  desc.kernels = {{"_Z4bumpPjj", bump, {8, 4}}, {"_Z4markPjj", mark, {8, 4}}};
   desc.globals = {{"launch_count", sizeof(uint32_t), {}}};
   const hostrt::Module module = check(hostrt::load_module(desc), "load_module");
   const hostrt::Kernel k_bump = check(hostrt::get_kernel(module, "_Z4bumpPjj"), "bump");
+  const hostrt::Kernel k_mark = check(hostrt::get_kernel(module, "_Z4markPjj"), "mark");
   g_launch_count =
       static_cast<uint32_t*>(check(hostrt::get_global(module, "launch_count"), "global"));
   auto* x = static_cast<uint32_t*>(check(hostrt::malloc(kN * sizeof(uint32_t)), "malloc x"));
   check(hostrt::memset(x, 0, kN * sizeof(uint32_t)), "clear x");
+  auto* y = static_cast<uint32_t*>(check(hostrt::malloc(kN * sizeof(uint32_t)), "malloc y"));
+  check(hostrt::memset(y, 0, kN * sizeof(uint32_t)), "clear y");
   const hostrt::Stream stream = check(hostrt::stream_create(), "stream");
 
   std::printf("cli-test-app: %u launches of bump\n", launches);
@@ -142,7 +178,18 @@ int main(int argc, char** argv) {
       check(hostrt::stream_synchronize(stream), "synchronize");
       untracked = check(hostrt::malloc_untracked(4096), "malloc_untracked");
     }
-    check(hostrt::launch_args(k_bump, {kN / kBlock}, {kBlock}, stream, x, kN), "launch bump");
+    if (l == profiler_from) hostrt::profiler_start();
+    if (l == nvtx_from) hostrt::nvtx_range_push(nvtx_name.c_str());
+    if (two_kernels && l % 2 == 0) {
+      check(hostrt::launch_args(k_mark, {kN / kBlock}, {kBlock}, stream, y, kN), "launch mark");
+    } else {
+      check(hostrt::launch_args(k_bump, {kN / kBlock}, {kBlock}, stream, x, kN), "launch bump");
+    }
+    if (l == nvtx_to) hostrt::nvtx_range_pop();
+    if (l == profiler_to) hostrt::profiler_stop();
+    if (sync_every != 0 && l % sync_every == 0) {
+      check(hostrt::stream_synchronize(stream), "synchronize");
+    }
     if (!die_by.empty() && l == after) {
       check(hostrt::stream_synchronize(stream), "synchronize");
       die(die_by);
@@ -151,14 +198,22 @@ int main(int argc, char** argv) {
   check(hostrt::stream_synchronize(stream), "synchronize");
   if (untracked != nullptr) check(hostrt::free(untracked), "free untracked");
 
-  std::vector<uint32_t> got(kN);
+  std::vector<uint32_t> got(kN), got_y(kN);
   uint32_t count = 0;
   check(hostrt::memcpy(got.data(), x, kN * sizeof(uint32_t)), "read x");
+  check(hostrt::memcpy(got_y.data(), y, kN * sizeof(uint32_t)), "read y");
+  const uint32_t marks = two_kernels ? launches / 2 : 0;
+  const uint32_t bumps = launches - marks;
   check(hostrt::memcpy(&count, g_launch_count, sizeof(count)), "read launch_count");
   int failures = 0;
   for (uint32_t i = 0; i < kN; ++i) {
-    if (got[i] != launches * (i + 1)) {
-      std::printf("cli-test-app: x[%u] = %u, expected %u\n", i, got[i], launches * (i + 1));
+    if (got[i] != bumps * (i + 1)) {
+      std::printf("cli-test-app: x[%u] = %u, expected %u\n", i, got[i], bumps * (i + 1));
+      ++failures;
+      break;
+    }
+    if (got_y[i] != marks * (2 * i + 1)) {
+      std::printf("cli-test-app: y[%u] = %u, expected %u\n", i, got_y[i], marks * (2 * i + 1));
       ++failures;
       break;
     }
@@ -169,6 +224,7 @@ int main(int argc, char** argv) {
   }
   check(hostrt::stream_destroy(stream), "destroy stream");
   check(hostrt::free(x), "free x");
+  check(hostrt::free(y), "free y");
   if (failures != 0) {
     std::printf("cli-test-app: FAILED\n");
     return 1;
