@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything kreplay checks and measures on a GPU machine, from a tree built elsewhere.
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
-# Sections (default: all, in this order): unit suite injection counters cli torch overhead ncu range rangebench.
+# Sections (default: all, in this order): unit suite injection counters cli torch overhead ncu range rangecli rangebench.
 # <dist-dir> holds bin/ lib/ share/ of a build (scripts/make-gpu-dist.sh). Each step has its own
 # time limit; logs go to /tmp/kreplay-gpu-work (tarred into <out-dir>/work.tgz) and a line per
 # step to <out-dir>/summary.txt.
@@ -10,7 +10,7 @@ D=$(cd "$1" && pwd)
 O=$2
 shift 2
 SECTIONS=("$@")
-((${#SECTIONS[@]})) || SECTIONS=(unit suite injection counters cli torch overhead ncu range rangebench)
+((${#SECTIONS[@]})) || SECTIONS=(unit suite injection counters cli torch overhead ncu range rangecli rangebench)
 W=/tmp/kreplay-gpu-work
 mkdir -p "$W" "$O"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$D/lib:${LD_LIBRARY_PATH:-}
@@ -113,6 +113,24 @@ for section in "${SECTIONS[@]}"; do
     grep -E "FAIL" "$W/range_suite.log" | head -5 | tee -a "$O/summary.txt"
     step range_counters 300 python3 tests/gpu/counters_check.py "$D" "$W/range_counters" --range
     tail -4 "$W/range_counters.log" | tee -a "$O/summary.txt"
+    ;;
+  rangecli)  # the kreplay command in range mode on the chain app: filters, one-pass ranges
+    step rc_plain 30 "$APP"
+    step rc_filter 120 "$K" --replay-mode range --pmc smsp__inst_executed.sum --pmc dram__bytes_read.sum \
+      --kernel-include-regex link_b -d "$W/rc_filter" -o run -- "$APP"
+    step rc_one_pass 120 "$K" --replay-mode range --pmc smsp__inst_executed.sum -d "$W/rc_one" -o run -- "$APP"
+    grep -h KREPLAY_RESULT "$W/rc_plain.log" "$W/rc_filter.log" "$W/rc_one_pass.log" | tee -a "$O/summary.txt"
+    grep -h "launches:" "$W/rc_filter.log" "$W/rc_one_pass.log" | tee -a "$O/summary.txt"
+    python3 - "$W/rc_filter/run_results.db" "$W/rc_one/run_results.db" <<'PY' 2>&1 | tee -a "$O/summary.txt"
+import sqlite3, sys
+for db in sys.argv[1:]:
+    c = sqlite3.connect(db)
+    q = lambda s: c.execute(s).fetchall()
+    print(db.split("/")[-2], "dispatches", q("select count(*), group_concat(distinct outcome) from dispatches"),
+          "kernels", q("select group_concat(distinct k.demangled_name) from dispatches d join kernels k using (app_pass, kernel_id)"),
+          "counter rows", q("select count(*), count(distinct dispatch_id), sum(value = 0) from counters"),
+          "snapshots", q("select count(*) from replay_phases where phase = 'snapshot'"))
+PY
     ;;
   rangebench)  # range replay vs kernel replay vs ncu: 1 GiB, 3 kernels, 4 windows of 24 launches
     RA=$D/bin/replay_app
