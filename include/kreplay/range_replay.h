@@ -9,7 +9,7 @@
  * A range closes before any call through which the host could observe or change device memory
  * (synchronization, copies, memsets, allocation and free, event and stream queries, graph
  * launches, module loads, a launch on another stream) made by any thread, at a marker the user
- * chose, or at a launch-count or snapshot-size limit. When it closes, memory is restored to the
+ * chose, or at a launch-count limit (64 by default). When it closes, memory is restored to the
  * range's entry state and the recorded launches run again once per further pass; the last pass is
  * not restored; then the closing call proceeds and sees exactly the memory one execution gives.
  *
@@ -26,6 +26,12 @@
  *  - PASS ENTER/EXIT around every pass (local context control legal during PASS ENTER); pass 0
  *    ENTER fires when the range opens, its EXIT when it closes.
  *  - CONFIG EXIT when the range has closed, with `outcome` (launches, passes, bytes, times).
+ *
+ * The snapshot holds every tracked allocation at the range's entry and cannot grow while the range
+ * is open (allocations close ranges), so the snapshot-size limit applies when a range opens: a range
+ * whose entry state is over it is declined (KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE) and its
+ * launches run once. A pass count of 1 still opens a range, with no snapshot: its launches share
+ * one counter session and its outcome is "not requested" with one pass executed.
  *
  * Per-launch services (KERNEL_DISPATCH, dispatch counting) fire for every launch in every pass,
  * each carrying the launch's own dispatch id and the pass. When a RANGE_REPLAY subscriber is

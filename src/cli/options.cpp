@@ -101,6 +101,9 @@ constexpr const char* kFooter =
     "  kreplay --metrics sm__throughput.avg.pct_of_peak_sustained_elapsed -k regex:gemm \\\n"
     "          --launch-skip 10 --launch-count 5 -- ./app --size 4096\n"
     "      metrics on launches 11-15 of the kernels whose names contain gemm\n"
+    "  kreplay --metrics dram__bytes_read.sum,smsp__inst_executed.sum --replay-mode range \\\n"
+    "          --range-markers nvtx:step -- ./app\n"
+    "      ranges of launches inside the NVTX range \"step\", each launch with its own values\n"
     "  kreplay -i jobs.yaml -- ./app\n"
     "      the jobs of an input file (schema: share/kreplay/input-schema.json)\n"
     "  kreplay --list-avail --chip GH100\n"
@@ -134,12 +137,14 @@ void add_options(CLI::App& app, Raw& r) {
   app.add_option("--replay-mode", r.replay_mode,
                  "kernel: replay each launch in place (default when more than one pass is "
                  "needed); application: re-run the application once per pass; range: replay "
-                 "ranges of launches")
+                 "the launches between two synchronizations as one unit (one counter session per "
+                 "pass for all of them: far faster for short kernels)")
       ->type_name("kernel|application|range")
       ->group(replay);
   app.add_option("--range-markers", r.range_markers,
-                 "With --replay-mode range: close ranges at cudaProfilerStart/Stop or at the ends "
-                 "of the NVTX range NAME")
+                 "With --replay-mode range: profile only the launches between "
+                 "cudaProfilerStart and cudaProfilerStop, or inside the NVTX range NAME (as ncu "
+                 "--nvtx-include); ranges also close at those markers")
       ->type_name("cuda-profiler|nvtx:NAME")
       ->group(replay);
   app.add_option("--replay-memory", r.replay_memory,

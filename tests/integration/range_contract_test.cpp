@@ -470,6 +470,36 @@ TEST_F(Range, DeclinedRangeRunsOnce) {
   EXPECT_EQ(*g_counter, 1u);
 }
 
+// A range saves the whole inventory when it opens, and allocations close ranges, so its snapshot
+// cannot grow while it is open: the snapshot-size limit is met when the range opens, and a range
+// whose entry state is over the limit is declined and runs once.
+TEST_F(Range, RangeOverTheSnapshotLimitIsDeclinedAndRunsOnce) {
+  auto& engine = sdk::Runtime::get().engine();
+  const replay::Options saved = engine.options();
+  replay::Options small = saved;
+  small.max_snapshot_bytes = 1024;
+  engine.set_options(small);
+  float* x = buffer(4096, 0.5f);  // 16 KiB: over the limit
+  update(x, 4096);
+  update(x, 4096);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  engine.set_options(saved);
+  auto exits = S().exits();
+  ASSERT_GE(exits.size(), 1u);
+  EXPECT_EQ(exits[0].outcome.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+  EXPECT_EQ(exits[0].outcome.reason, KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE);
+  EXPECT_EQ(x[0], expect(0.5f, 2));
+  EXPECT_EQ(*g_counter, 2u);
+  // Under the limit again, the next range is replayed.
+  S().reset();
+  update(x, 4096);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  exits = S().exits();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(x[0], expect(0.5f, 3));
+}
+
 TEST_F(Range, ALaunchFromAToolCallbackRunsOutsideTheRange) {
   float* x = buffer(128, 0.5f);
   float* inner = buffer(128, 0.5f);
