@@ -190,59 +190,48 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first) {
   }
   // A range of one pass is not replayed, but still runs as a range: its launches share one
   // counter session (one profiler start and stop for all of them), with no drain and no snapshot.
-  const bool single_pass = !r->plan.replay && r->plan.requested == 1;
-  if (!r->plan.replay && !single_pass) {
+  if (!r->plan.replay && r->plan.requested != 1) {
     return finish_unopened(KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED, {});
   }
-  if (single_pass) {
-    r->pre_active = hooks_.active_contexts();
-    r->pass = 0;
-    {
-      LocalContextScope scope(r->pre_active, {});
-      hooks_.range_pass_enter(*r, scope);
-      r->overrides = scope.overrides();
+  if (r->plan.replay) {
+    const Options opt = options();
+    device::Device& dev = *slot.device;
+    std::unique_lock window(slot.window_mu);
+    uint64_t t0 = now_ns();
+    if (Status s = dev.drain(opt.drain_timeout_ms); !s.ok()) {
+      KR_WARN("range {}: {}; its launches run once", r->info.range_id, s.message());
+      return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT);
     }
-    slot.range = std::move(r);
-    slot.range_open.store(true, std::memory_order_release);
-    return true;
+    if (opt.decline_untracked && dev.untracked_bytes() > 0) {
+      KR_WARN_ONCE("untracked", "the device holds {} of memory kreplay does not track; its "
+                                "launches are not replayed",
+                   format_bytes(dev.untracked_bytes()));
+      return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED,
+                             KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY);
+    }
+    // A range's launches are not known in advance: it saves the whole inventory.
+    std::vector<Region> regions = inventory_.regions(slot.agent);
+    Result<Placement> placement = [&] {
+      std::lock_guard lock(slot.pool_mu);
+      return slot.pool.place(dev, regions, opt.chunk_bytes, opt.max_snapshot_bytes);
+    }();
+    if (!placement.ok()) {
+      KR_WARN("range {} not replayed: {}", r->info.range_id, placement.status().message());
+      return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED,
+                             KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE);
+    }
+    uint64_t bytes = placement->total_bytes;
+    if (Status s = r->snapshot.take(dev, std::move(placement).value(), opt.chunk_bytes); !s.ok()) {
+      KR_WARN("range {} not replayed: snapshot failed: {}", r->info.range_id, s.message());
+      return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED,
+                             KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED);
+    }
+    uint64_t t1 = now_ns();
+    window.unlock();
+    out.bytes_snapshotted = bytes;
+    out.snapshot_ns = t1 - t0;
+    r->intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
   }
-
-  const Options opt = options();
-  device::Device& dev = *slot.device;
-  std::unique_lock window(slot.window_mu);
-  uint64_t t0 = now_ns();
-  if (Status s = dev.drain(opt.drain_timeout_ms); !s.ok()) {
-    KR_WARN("range {}: {}; its launches run once", r->info.range_id, s.message());
-    return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT);
-  }
-  if (opt.decline_untracked && dev.untracked_bytes() > 0) {
-    KR_WARN_ONCE("untracked", "the device holds {} of memory kreplay does not track; its "
-                              "launches are not replayed",
-                 format_bytes(dev.untracked_bytes()));
-    return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED,
-                           KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY);
-  }
-  // A range's launches are not known in advance: it saves the whole inventory.
-  std::vector<Region> regions = inventory_.regions(slot.agent);
-  Result<Placement> placement = [&] {
-    std::lock_guard lock(slot.pool_mu);
-    return slot.pool.place(dev, regions, opt.chunk_bytes, opt.max_snapshot_bytes);
-  }();
-  if (!placement.ok()) {
-    KR_WARN("range {} not replayed: {}", r->info.range_id, placement.status().message());
-    return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED,
-                           KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE);
-  }
-  uint64_t bytes = placement->total_bytes;
-  if (Status s = r->snapshot.take(dev, std::move(placement).value(), opt.chunk_bytes); !s.ok()) {
-    KR_WARN("range {} not replayed: snapshot failed: {}", r->info.range_id, s.message());
-    return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED);
-  }
-  uint64_t t1 = now_ns();
-  window.unlock();
-  out.bytes_snapshotted = bytes;
-  out.snapshot_ns = t1 - t0;
-  r->intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
   r->pre_active = hooks_.active_contexts();
   r->pass = 0;
   {

@@ -109,6 +109,23 @@ class Profiler {
   Profiler() = default;
   const AgentPlan* plan_for(uint64_t agent);
   void write_kernel_locked(const kreplay_kernel_dispatch_info_t& info);
+  /// The launch's identity and geometry, from its dispatch info.
+  void fill_launch(output::DispatchRecord& r, const kreplay_kernel_dispatch_info_t& info,
+                   uint64_t correlation_id) const;
+  /// The snapshot and restores of a replay, booked on the dispatch of @p r.
+  void write_phases_locked(const output::DispatchRecord& r,
+                           const kreplay_replay_interval_t* intervals, uint64_t count);
+  /// Every pass sets the counters explicitly (PASS ENTER, kernel or range): off on a timing
+  /// pass, on otherwise.
+  template <typename ContextControl>
+  void set_counting_for_pass(const PlannedPass& pass, ContextControl start, ContextControl stop) {
+    if (!counting) return;
+    if (pass.kind == PlannedPass::Kind::kTiming) {
+      stop(count_ctx);
+    } else {
+      start(count_ctx);
+    }
+  }
   void finish_dispatch_locked(uint64_t id);
   void progress_loop();
   std::string counter_name(uint64_t id);
@@ -505,19 +522,7 @@ void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_
     return;
   }
   auto& r = d.record;
-  r.dispatch_id = info.dispatch_id;
-  r.correlation_id = correlation_id;
-  r.agent_id = info.agent_id.handle;
-  r.stream_id = info.stream_id.handle;
-  r.kernel_id = info.kernel_id;
-  r.grid = {info.grid_size.x, info.grid_size.y, info.grid_size.z};
-  r.block = {info.block_size.x, info.block_size.y, info.block_size.z};
-  r.cluster = {info.cluster_size.x, info.cluster_size.y, info.cluster_size.z};
-  r.dynamic_shared_bytes = info.dynamic_shared_memory_bytes;
-  r.static_shared_bytes = info.static_shared_memory_bytes;
-  r.registers = info.registers_per_thread;
-  r.thread_id = thread_id();
-  r.app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
+  fill_launch(r, info, correlation_id);
   if (o) {
     r.outcome = outcome_name(o->outcome);
     r.reason = reason_name(o->reason);
@@ -527,20 +532,7 @@ void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_
     r.bytes_restored = o->bytes_restored;
     r.snapshot_ns = o->snapshot_ns;
     r.restore_ns = o->restore_ns;
-    for (uint64_t i = 0; i < o->interval_count; ++i) {
-      const auto& iv = o->intervals[i];
-      output::ReplayPhaseRecord ph;
-      ph.dispatch_id = info.dispatch_id;
-      ph.agent_id = info.agent_id.handle;
-      ph.stream_id = info.stream_id.handle;
-      ph.phase = iv.kind == KREPLAY_REPLAY_INTERVAL_SNAPSHOT ? "snapshot" : "restore";
-      ph.after_pass = iv.after_pass;
-      ph.start_ns = iv.start_timestamp;
-      ph.end_ns = iv.end_timestamp;
-      ph.bytes = iv.bytes;
-      ph.app_pass = r.app_pass;
-      if (Status s = writer_->replay_phase(ph); !s.ok()) KR_WARN("{}", s.message());
-    }
+    write_phases_locked(r, o->intervals, o->interval_count);
   }
   d.record_ready = true;
   // A replayed dispatch is complete now. One that runs once completes when its counters or its
@@ -585,19 +577,7 @@ void Profiler::on_range_launch(kreplay_callback_tracing_range_replay_data_t& p,
   d.replayed = true;  // in a range: completes when the range closes
   d.plan = plan_for(info.agent_id.handle);
   auto& r = d.record;
-  r.dispatch_id = info.dispatch_id;
-  r.correlation_id = correlation_id;
-  r.agent_id = info.agent_id.handle;
-  r.stream_id = info.stream_id.handle;
-  r.kernel_id = info.kernel_id;
-  r.grid = {info.grid_size.x, info.grid_size.y, info.grid_size.z};
-  r.block = {info.block_size.x, info.block_size.y, info.block_size.z};
-  r.cluster = {info.cluster_size.x, info.cluster_size.y, info.cluster_size.z};
-  r.dynamic_shared_bytes = info.dynamic_shared_memory_bytes;
-  r.static_shared_bytes = info.static_shared_memory_bytes;
-  r.registers = info.registers_per_thread;
-  r.thread_id = thread_id();
-  r.app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
+  fill_launch(r, info, correlation_id);
   write_kernel_locked(info);
 }
 
@@ -608,13 +588,7 @@ void Profiler::on_range_pass(const kreplay_callback_tracing_range_replay_data_t&
   const AgentPlan* plan = plan_for(p.range.agent_id.handle);
   if (plan == nullptr || p.current_pass >= plan->passes.size()) return;
   tl_pass = &plan->passes[p.current_pass];
-  if (counting) {
-    if (tl_pass->kind == PlannedPass::Kind::kTiming) {
-      p.replay_stop_context(count_ctx);
-    } else {
-      p.replay_start_context(count_ctx);
-    }
-  }
+  set_counting_for_pass(*tl_pass, p.replay_start_context, p.replay_stop_context);
 }
 
 void Profiler::on_range_config_exit(const kreplay_callback_tracing_range_replay_data_t& p) {
@@ -656,23 +630,45 @@ void Profiler::on_range_config_exit(const kreplay_callback_tracing_range_replay_
       r.bytes_restored = o->bytes_restored;
       r.snapshot_ns = o->snapshot_ns;
       r.restore_ns = o->restore_ns;
-      for (uint64_t k = 0; k < o->interval_count; ++k) {
-        const auto& iv = o->intervals[k];
-        output::ReplayPhaseRecord ph;
-        ph.dispatch_id = o->dispatch_ids[i];
-        ph.agent_id = o->agent_id.handle;
-        ph.stream_id = p.range.stream_id.handle;
-        ph.phase = iv.kind == KREPLAY_REPLAY_INTERVAL_SNAPSHOT ? "snapshot" : "restore";
-        ph.after_pass = iv.after_pass;
-        ph.start_ns = iv.start_timestamp;
-        ph.end_ns = iv.end_timestamp;
-        ph.bytes = iv.bytes;
-        ph.app_pass = r.app_pass;
-        if (Status s = writer_->replay_phase(ph); !s.ok()) KR_WARN("{}", s.message());
-      }
+      write_phases_locked(r, o->intervals, o->interval_count);
     }
     it->second.record_ready = true;
     finish_dispatch_locked(o->dispatch_ids[i]);
+  }
+}
+
+void Profiler::fill_launch(output::DispatchRecord& r, const kreplay_kernel_dispatch_info_t& info,
+                           uint64_t correlation_id) const {
+  r.dispatch_id = info.dispatch_id;
+  r.correlation_id = correlation_id;
+  r.agent_id = info.agent_id.handle;
+  r.stream_id = info.stream_id.handle;
+  r.kernel_id = info.kernel_id;
+  r.grid = {info.grid_size.x, info.grid_size.y, info.grid_size.z};
+  r.block = {info.block_size.x, info.block_size.y, info.block_size.z};
+  r.cluster = {info.cluster_size.x, info.cluster_size.y, info.cluster_size.z};
+  r.dynamic_shared_bytes = info.dynamic_shared_memory_bytes;
+  r.static_shared_bytes = info.static_shared_memory_bytes;
+  r.registers = info.registers_per_thread;
+  r.thread_id = thread_id();
+  r.app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
+}
+
+void Profiler::write_phases_locked(const output::DispatchRecord& r,
+                                   const kreplay_replay_interval_t* intervals, uint64_t count) {
+  for (uint64_t i = 0; i < count; ++i) {
+    const auto& iv = intervals[i];
+    output::ReplayPhaseRecord ph;
+    ph.dispatch_id = r.dispatch_id;
+    ph.agent_id = r.agent_id;
+    ph.stream_id = r.stream_id;
+    ph.phase = iv.kind == KREPLAY_REPLAY_INTERVAL_SNAPSHOT ? "snapshot" : "restore";
+    ph.after_pass = iv.after_pass;
+    ph.start_ns = iv.start_timestamp;
+    ph.end_ns = iv.end_timestamp;
+    ph.bytes = iv.bytes;
+    ph.app_pass = r.app_pass;
+    if (Status s = writer_->replay_phase(ph); !s.ok()) KR_WARN("{}", s.message());
   }
 }
 
@@ -694,14 +690,7 @@ void Profiler::on_pass_enter(const kreplay_callback_tracing_kernel_replay_data_t
   const auto& passes = it->second.plan->passes;
   if (p.current_pass >= passes.size()) return;
   tl_pass = &passes[p.current_pass];
-  // Every pass sets the counters explicitly: off on a timing pass, on otherwise.
-  if (counting) {
-    if (tl_pass->kind == PlannedPass::Kind::kTiming) {
-      p.replay_stop_context(count_ctx);
-    } else {
-      p.replay_start_context(count_ctx);
-    }
-  }
+  set_counting_for_pass(*tl_pass, p.replay_start_context, p.replay_stop_context);
 }
 
 void Profiler::on_pass_exit(const kreplay_callback_tracing_kernel_replay_data_t& p) {

@@ -5,7 +5,7 @@
 // A DT_NEEDED on libcuda.so.1 would stop them from loading at all. Inside a CUDA application
 // libcuda.so.1 is already loaded, so dlopen only takes another reference to it.
 //
-// Thread-safe: the library is opened and the entry points resolved once (std::call_once).
+// Thread-safe: the driver is opened and resolved once, by memory/driver.hpp (memdrv::init).
 #pragma once
 
 #include <cuda.h>
