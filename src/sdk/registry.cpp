@@ -49,20 +49,15 @@ void Registry::recount_locked() {
   active_dispatch_level_.store(n, std::memory_order_release);
 }
 
-Status Registry::start(uint64_t handle) {
-  std::lock_guard lock(mu_);
-  Context* c = find(handle);
-  if (c == nullptr) return Error(KREPLAY_STATUS_ERROR_CONTEXT_NOT_FOUND, "no such context");
-  c->active.store(true, std::memory_order_release);
-  recount_locked();
-  return Status::Ok();
-}
+Status Registry::start(uint64_t handle) { return set_active(handle, true); }
 
-Status Registry::stop(uint64_t handle) {
+Status Registry::stop(uint64_t handle) { return set_active(handle, false); }
+
+Status Registry::set_active(uint64_t handle, bool active) {
   std::lock_guard lock(mu_);
   Context* c = find(handle);
   if (c == nullptr) return Error(KREPLAY_STATUS_ERROR_CONTEXT_NOT_FOUND, "no such context");
-  c->active.store(false, std::memory_order_release);
+  c->active.store(active, std::memory_order_release);
   recount_locked();
   return Status::Ok();
 }

@@ -80,6 +80,7 @@ class Registry {
   std::vector<uint64_t> active_handles() const;
 
  private:
+  Status set_active(uint64_t handle, bool active);
   void recount_locked();
 
   mutable std::mutex mu_;
