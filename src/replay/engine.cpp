@@ -86,11 +86,20 @@ Options Engine::options() const {
 bool Engine::in_window() { return !tls().windows.empty(); }
 
 Engine::MemoryGuard Engine::guard_memory(uint64_t agent) {
-  range_barrier(agent, KREPLAY_RANGE_CLOSE_MEMORY);
-  if (!hooks_.replay_configured()) return {};
-  DeviceSlot* s = slot(agent);
-  if (s == nullptr || tls().has_window(s)) return {};
-  return MemoryGuard(std::shared_lock(s->window_mu));
+  for (;;) {
+    range_barrier(agent, KREPLAY_RANGE_CLOSE_MEMORY);
+    const bool ranges = hooks_.range_configured();
+    if (!hooks_.replay_configured() && !ranges) return {};
+    DeviceSlot* s = slot(agent);
+    if (s == nullptr || tls().has_window(s)) return {};
+    if (guard_probe_) guard_probe_();
+    std::shared_lock lock(s->window_mu);
+    // Another thread may have opened a range between the barrier and the lock; its snapshot
+    // predates this call, so its restore would undo what this call writes: close it as well.
+    // (A replayed range takes the window to snapshot, so none opens while the lock is held.)
+    if (!ranges || in_range_machinery() || !s->range_open.load(std::memory_order_acquire))
+      return MemoryGuard(std::move(lock));
+  }
 }
 
 void Engine::release_storage(uint64_t agent) {
@@ -208,8 +217,11 @@ void Engine::open_window(DispatchState& st) {
     return slot.pool.place(dev, regions, opt.chunk_bytes, opt.max_snapshot_bytes);
   }();
   if (!placement.ok()) {
-    KR_WARN("dispatch {} ({}) not replayed: {}", st.info.dispatch_id, st.info.kernel_name,
-            placement.status().message());
+    // Once: the same footprint declines every later launch too; the run's tally counts them.
+    KR_WARN_ONCE("snapshot-too-large",
+                 "dispatch {} ({}) not replayed: {}; later launches that do not fit are not "
+                 "replayed either (counted as declined)",
+                 st.info.dispatch_id, st.info.kernel_name, placement.status().message());
     decline(st, KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE);
     return;
   }

@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -251,6 +252,10 @@ class Engine {
     std::shared_lock<std::shared_mutex> lock_;
   };
   MemoryGuard guard_memory(uint64_t agent);
+  /// Test seam: guard_memory calls @p probe after closing ranges and before taking the window,
+  /// so a test can open a range on another thread exactly there. Not for production use; set it
+  /// while no memory operation is in flight.
+  void set_guard_probe_for_test(std::function<void()> probe) { guard_probe_ = std::move(probe); }
 
   /// Is a replay window open on this thread (for any device)?
   static bool in_window();
@@ -260,6 +265,8 @@ class Engine {
   /// memory: closes the open range of @p agent (0 = every device), running its remaining passes.
   /// No-op when no range is open, and for kreplay's own calls inside the range machinery.
   void range_barrier(uint64_t agent, kreplay_range_close_reason_t why);
+  /// True on a thread inside kreplay's range machinery (its calls neither join nor close ranges).
+  static bool in_range_machinery();
   /// A marker the application set: cudaProfilerStart/Stop or an NVTX range push/pop (@p name is
   /// the range's name, for a pop the name of the range it closes).
   enum class MarkerEvent { kProfilerStart, kProfilerStop, kNvtxPush, kNvtxPop };
@@ -305,6 +312,7 @@ class Engine {
   std::atomic<bool> profiler_active_{false};
   std::atomic<int64_t> nvtx_depth_{0};
   EngineStats stats_;
+  std::function<void()> guard_probe_;  // set_guard_probe_for_test
 };
 
 }  // namespace kreplay::replay

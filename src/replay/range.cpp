@@ -94,6 +94,8 @@ void Engine::range_marker(MarkerEvent event, std::string_view name) {
   }
 }
 
+bool Engine::in_range_machinery() { return tl_range_depth > 0; }
+
 void Engine::range_barrier(uint64_t agent, kreplay_range_close_reason_t why) {
   if (tl_range_depth > 0 || !hooks_.range_configured()) return;
   std::vector<DeviceSlot*> slots;

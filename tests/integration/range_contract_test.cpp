@@ -335,6 +335,34 @@ TEST_F(Range, ALaunchFromAnotherThreadClosesTheRange) {
   EXPECT_EQ(y[3], expect(0.5f + 0.003f, 1));
 }
 
+// A copy that found no open range may still have to wait for the window while another thread
+// opens one: that range's snapshot predates the copy, so its restore would undo the copy unless
+// the copy closes it first. (Seen on the H200 as a wrong result in multistream_threads under
+// 10-pass range replay.)
+TEST_F(Range, ARangeOpenedBetweenACopysBarrierAndItsWindowIsClosedBeforeTheCopy) {
+  float* x = buffer(256, 0.5f);  // updated by the other thread
+  float* y = buffer(256, 1.0f);  // the copy's target
+  std::atomic<bool> fired{false};
+  sdk::Runtime::get().engine().set_guard_probe_for_test([&] {
+    if (fired.exchange(true)) return;
+    std::thread other([&] { update(x, 256); });  // opens a range owned by `other`
+    other.join();
+  });
+  const float seven = 7.0f;
+  ASSERT_TRUE(hr::memcpy(y, &seven, sizeof(seven)).ok());
+  sdk::Runtime::get().engine().set_guard_probe_for_test(nullptr);
+  ASSERT_TRUE(fired.load());
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_EQ(y[0], 7.0f);
+  EXPECT_EQ(y[1], 1.0f + 0.001f * 1.0f);
+  EXPECT_EQ(x[3], expect(0.5f + 0.003f, 1));
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
+  EXPECT_EQ(exits[0].outcome.launches, 1u);
+  EXPECT_EQ(exits[0].outcome.passes_executed, 3u);
+}
+
 TEST_F(Range, LaunchLimitSplitsRanges) {
   auto opt = options_;
   opt.max_launches = 3;
