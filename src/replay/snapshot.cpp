@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/logging.hpp"
 #include "common/util.hpp"
 
 namespace kreplay::replay {
@@ -88,6 +89,11 @@ Result<Placement> StoragePool::place(device::Device& dev, const std::vector<Regi
                        format_bytes(dev_used) + " fit device storage and pinned host storage " +
                        "cannot take the remaining " + format_bytes(host_need));
     }
+    KR_WARN_ONCE("pinned-snapshot",
+                 "device memory is short: {} of a {} snapshot goes to pinned host memory, which is "
+                 "slower to save and restore (KREPLAY_DEVICE_HEADROOM sets how much device memory "
+                 "kreplay leaves to the application)",
+                 format_bytes(host_need), format_bytes(need));
   }
   uint64_t dev_off = 0, host_off = 0, chunk = 0;
   p.copies.reserve(regions.size());

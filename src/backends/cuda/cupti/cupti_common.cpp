@@ -86,11 +86,18 @@ Status cupti_status(CUptiResult result, std::string_view call) {
   // "cuptiFoo(&params)" -> "cuptiFoo".
   std::string_view function = call.substr(0, call.find('('));
   std::string message = fmt::format("{} failed: {}", function, result_name(result));
-  const char* detail = nullptr;
-  if (cuptiGetErrorMessage(result, &detail) == CUPTI_SUCCESS && detail != nullptr && *detail) {
-    message += fmt::format(" ({})", detail);
-  }
   std::string why = explain(result);
+  const char* detail = nullptr;
+  if (why.empty() && cuptiGetErrorMessage(result, &detail) == CUPTI_SUCCESS && detail != nullptr &&
+      *detail) {
+    // CUPTI's own text, when kreplay has none: one line (it ends some with a newline).
+    std::string text(detail);
+    for (char& c : text) {
+      if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    message += fmt::format(" ({})", text);
+  }
   if (!why.empty()) message += ": " + why;
   return Status(status_code(result), std::move(message));
 }

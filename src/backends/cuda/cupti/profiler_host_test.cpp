@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "backends/cuda/cupti/metric_sets.hpp"
+#include "backends/cuda/cupti/cupti_common.hpp"
 
 namespace kreplay::cupti {
 namespace {
@@ -175,6 +176,28 @@ TEST(ProfilerHost, TenPassMetricSet) {
   EXPECT_EQ(metrics.size(), 16u);
   EXPECT_EQ(passes(metrics), kTenPassMetricsPassesGH100);
   EXPECT_EQ(kTenPassMetricsPassesGH100, 10u);
+}
+
+// A user the driver does not let profile (NVreg_RestrictProfilingToAdminUsers=1, the driver's
+// default) gets one line that names the problem and the fix. The H200 here allows every user
+// (RmProfilingAdminOnly: 0), so the GPU run cannot provoke it: pinned on the message itself.
+TEST(ProfilerHost, CountersNotPermittedIsOneLineWithTheFix) {
+  Status s = cupti_status(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES,
+                          "cuptiProfilerGetCounterAvailability(&params)");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), KREPLAY_STATUS_ERROR_NOT_AVAILABLE);
+  const std::string& m = s.message();
+  EXPECT_EQ(m.rfind("cuptiProfilerGetCounterAvailability failed: ", 0), 0u) << m;
+  EXPECT_NE(m.find("counters not permitted"), std::string::npos) << m;
+  EXPECT_NE(m.find("run as root or set NVreg_RestrictProfilingToAdminUsers=0"), std::string::npos)
+      << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+}
+
+TEST(ProfilerHost, TenPassSmMetricSet) {
+  auto metrics = ten_pass_sm_metrics();
+  EXPECT_EQ(metrics.size(), 28u);
+  EXPECT_EQ(passes(metrics), 10u);
 }
 
 TEST(ProfilerHost, UnknownMetricSuggestsCloseNames) {
