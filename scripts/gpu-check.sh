@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything kreplay checks and measures on a GPU machine, from a tree built elsewhere.
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
-# Sections (default: all, in this order): unit suite injection counters cli torch overhead ncu range rangecli rangebench.
+# Sections (default: all, in this order): unit suite injection counters cli torch overhead storage permission passcost ncu range
+# rangecli rangebench.
 # <dist-dir> holds bin/ lib/ share/ of a build (scripts/make-gpu-dist.sh). Each step has its own
 # time limit; logs go to /tmp/kreplay-gpu-work (tarred into <out-dir>/work.tgz) and a line per
 # step to <out-dir>/summary.txt.
@@ -10,7 +11,7 @@ D=$(cd "$1" && pwd)
 O=$2
 shift 2
 SECTIONS=("$@")
-((${#SECTIONS[@]})) || SECTIONS=(unit suite injection counters cli torch overhead ncu range rangecli rangebench)
+((${#SECTIONS[@]})) || SECTIONS=(unit suite injection counters cli torch overhead storage permission passcost ncu range rangecli rangebench)
 W=/tmp/kreplay-gpu-work
 mkdir -p "$W" "$O"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$D/lib:${LD_LIBRARY_PATH:-}
@@ -20,6 +21,9 @@ APP=$D/bin/kreplay_gpu_multi_kernel_chain
 TOOL=$D/lib/libkreplay_test_pass_tool.so
 INJ=$D/lib/libkreplay_cuda.so
 TEN="gpu__time_duration.sum,sm__cycles_elapsed.max,smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,smsp__sass_inst_executed_op_global_ld.sum,smsp__sass_inst_executed_op_global_st.sum,l1tex__throughput.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed"
+
+# kreplay::cupti::kTenPassSmMetrics (src/backends/cuda/cupti/metric_sets.hpp): SM side only, 10 passes on GH100.
+SM10="sm__inst_executed_pipe_alu.sum,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_lsu.sum,sm__inst_executed_pipe_xu.sum,sm__inst_executed_pipe_fp64.sum,sm__inst_executed_pipe_tensor.sum,sm__inst_executed_pipe_uniform.sum,sm__inst_executed_pipe_cbu.sum,sm__inst_executed_pipe_adu.sum,sm__inst_executed_pipe_tex.sum,smsp__warp_issue_stalled_barrier_per_warp_active.pct,smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct,smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct,smsp__warp_issue_stalled_math_pipe_throttle_per_warp_active.pct,smsp__warp_issue_stalled_wait_per_warp_active.pct,smsp__warp_issue_stalled_not_selected_per_warp_active.pct,smsp__warp_issue_stalled_selected_per_warp_active.pct,smsp__warp_issue_stalled_lg_throttle_per_warp_active.pct,smsp__warp_issue_stalled_mio_throttle_per_warp_active.pct,smsp__warp_issue_stalled_no_instruction_per_warp_active.pct,smsp__warp_issue_stalled_branch_resolving_per_warp_active.pct,smsp__warp_issue_stalled_dispatch_stall_per_warp_active.pct,smsp__warp_issue_stalled_drain_per_warp_active.pct,smsp__warp_issue_stalled_imc_miss_per_warp_active.pct,smsp__warp_issue_stalled_membar_per_warp_active.pct,smsp__warp_issue_stalled_misc_per_warp_active.pct,smsp__warp_issue_stalled_sleeping_per_warp_active.pct,smsp__warp_issue_stalled_tex_throttle_per_warp_active.pct"
 
 ms() { date +%s%3N; }
 step() {  # step NAME LIMIT_S cmd...
@@ -84,26 +88,71 @@ for section in "${SECTIONS[@]}"; do
     grep -h KREPLAY_RESULT "$W/torch_plain.log" "$W/torch_kreplay.log" | tee -a "$O/summary.txt"
     ;;
   overhead)  # launches no tool replays (10,000 launches), alternating plain and injected
-    for i in 1 2 3; do
-      step "overhead_plain_$i" 60 "$D/bin/launch_overhead" 10000
-      step "overhead_kreplay_$i" 60 env CUDA_INJECTION64_PATH="$INJ" KREPLAY_TOOL_LIBRARIES="$TOOL" \
-        KREPLAY_TEST_KERNEL_REGEX=__none__ "$D/bin/launch_overhead" 10000
+    # Launch-bound (tiny kernels) and GPU-bound (50 us kernels); each process timed from its start
+    # (t0) to its end (t1), so bench/cuda/overhead.py can split the wall into before main, the
+    # launch loop, and after it.
+    for us in 0 50; do
+      for i in 1 2 3 4 5; do
+        t0=$(date +%s%N)
+        step "overhead_plain_${us}_$i" 60 "$D/bin/launch_overhead" 10000 "$us"
+        note "overhead_plain_${us}_$i t0=$t0 t1=$(date +%s%N) $(grep launch_overhead "$W/overhead_plain_${us}_$i.log")"
+        t0=$(date +%s%N)
+        step "overhead_kreplay_${us}_$i" 60 env CUDA_INJECTION64_PATH="$INJ" KREPLAY_TOOL_LIBRARIES="$TOOL" \
+          KREPLAY_TEST_KERNEL_REGEX=__none__ "$D/bin/launch_overhead" 10000 "$us"
+        note "overhead_kreplay_${us}_$i t0=$t0 t1=$(date +%s%N) $(grep launch_overhead "$W/overhead_kreplay_${us}_$i.log")"
+      done
     done
-    for f in "$W"/overhead_*.log; do note "$(basename "$f" .log): $(grep launch_overhead "$f")"; done
+    step overhead_costs 60 env CUDA_INJECTION64_PATH="$INJ" KREPLAY_TOOL_LIBRARIES="$TOOL" \
+      KREPLAY_TEST_KERNEL_REGEX=__none__ KREPLAY_PRINT_COSTS=1 "$D/bin/launch_overhead" 10000 0
+    grep -h "startup\|launch_overhead" "$W/overhead_costs.log" | tee -a "$O/summary.txt"
+    python3 bench/cuda/overhead.py "$O/summary.txt" | tee -a "$O/summary.txt"
     ;;
-  ncu)  # kreplay vs ncu on an 8 GiB application, 3 kernels writing 256 MiB each, 10-pass set
+  storage)  # snapshot storage: pinned host memory when the device is short, decline when neither fits
+    A=$D/bin/kreplay_gpu_inplace_counter
+    step st_plain 30 "$A"
+    # No device storage at all (headroom above the device's size): every snapshot in pinned memory.
+    step st_pinned 120 env CUDA_INJECTION64_PATH="$INJ" KREPLAY_TOOL_LIBRARIES="$TOOL" KREPLAY_TEST_PASSES=3 \
+      KREPLAY_DEVICE_HEADROOM=100000G "$A"
+    # Neither tier fits: declined with its reason, the application runs once.
+    step st_decline 120 env CUDA_INJECTION64_PATH="$INJ" KREPLAY_TOOL_LIBRARIES="$TOOL" KREPLAY_TEST_PASSES=3 \
+      KREPLAY_DEVICE_HEADROOM=100000G KREPLAY_PINNED_BUDGET=4K "$A"
+    step st_cli 120 env KREPLAY_DEVICE_HEADROOM=100000G "$K" --metrics "$TEN" -d "$W/st_cli" -o run -- "$A"
+    for f in st_plain st_pinned st_decline st_cli; do
+      note "$f: $(grep -h "KREPLAY_RESULT\|KREPLAY_TEST_TOOL \|KREPLAY_TEST_TOOL_DECLINES\|pinned host\|launches:" "$W/$f.log" | tr '\n' ' ')"
+    done
+    python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print("st_cli phases", c.execute("select phase, count(*), sum(bytes), round(sum(end_ns-start_ns)/1e6,2) from replay_phases group by phase").fetchall(), "counters", c.execute("select count(*), sum(value is null) from counters").fetchone())' \
+      "$W/st_cli/run_results.db" 2>&1 | tee -a "$O/summary.txt"
+    ;;
+  permission)  # counters as a user the driver does not let profile: one line, the application runs
+    note "driver: $(grep -i profiling /proc/driver/nvidia/params 2>&1 | tr '\n' ' ')"
+    P=/tmp/kreplay-perm
+    rm -rf "$P" && mkdir -p "$P/out" && cp -a "$D" "$P/dist" && chmod -R a+rX "$P" && chmod 777 "$P/out"
+    step perm_plain 30 setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp "$P/dist/bin/kreplay_gpu_multi_kernel_chain"
+    step perm_kreplay 120 setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp \
+      "$P/dist/bin/kreplay" --pmc smsp__inst_executed.sum -d "$P/out" -o run -- "$P/dist/bin/kreplay_gpu_multi_kernel_chain"
+    note "perm_plain: $(grep -h KREPLAY_RESULT "$W/perm_plain.log")"
+    note "perm_kreplay: $(grep -h "KREPLAY_RESULT\|==KREPLAY==" "$W/perm_kreplay.log" | tr '\n' '|')"
+    ;;
+  passcost)  # what one CUPTI pass costs and what it depends on (bench/cuda/pass_cost.cu)
+    step pass_cost 240 "$D/bin/pass_cost" 4
+    grep -h "^pass_cost" "$W/pass_cost.log" | tee -a "$O/summary.txt"
+    ;;
+  ncu)  # kreplay vs ncu in kernel replay: two 10-pass sets (TEN: memory system; SM10: SM side), 8 and 1 GiB
     RA=$D/bin/replay_app
-    for i in 1 2; do
+    for run in ten8g_1:TEN:8:256 sm8g_1:SM10:8:256 ten8g_2:TEN:8:256 sm8g_2:SM10:8:256 ten1g_1:TEN:1:64 sm1g_1:SM10:1:64; do
+      IFS=: read -r r set gib mib <<<"$run"
+      M=${!set}
       t0=$(date +%s%N)
-      step "bench_plain_$i" 60 "$RA" 8 3 6 256
-      note "bench_plain_$i t0=$t0 $(grep replay_app "$W/bench_plain_$i.log")"
+      step "bench_plain_$r" 60 "$RA" "$gib" 3 6 "$mib"
+      note "bench_plain_$r t0=$t0 $(grep replay_app "$W/bench_plain_$r.log")"
       t0=$(date +%s%N)
-      step "bench_kreplay_$i" 300 env KREPLAY_PRINT_COSTS=1 "$K" --metrics "$TEN" -d "$W/bench_k$i" -o run -- "$RA" 8 3 6 256
-      note "bench_kreplay_$i t0=$t0 $(grep replay_app "$W/bench_kreplay_$i.log")"
+      step "bench_kreplay_$r" 300 env KREPLAY_PRINT_COSTS=1 "$K" --metrics "$M" -d "$W/bench_k$r" -o run -- "$RA" "$gib" 3 6 "$mib"
+      note "bench_kreplay_$r t0=$t0 $(grep replay_app "$W/bench_kreplay_$r.log")"
+      note "bench_values_$r $(python3 -c 'import sqlite3,sys; print("counter rows %d, NaN %d" % sqlite3.connect(sys.argv[1]).execute("select count(*), coalesce(sum(value is null),0) from counters").fetchone())' "$W/bench_k$r/run_results.db" 2>&1)"
       t0=$(date +%s%N)
-      step "bench_ncu_$i" 300 ncu --replay-mode kernel --cache-control none --clock-control none \
-        --metrics "$TEN" "$RA" 8 3 6 256
-      note "bench_ncu_$i t0=$t0 $(grep "^replay_app " "$W/bench_ncu_$i.log")"
+      step "bench_ncu_$r" 300 ncu --replay-mode kernel --cache-control none --clock-control none \
+        --metrics "$M" "$RA" "$gib" 3 6 "$mib"
+      note "bench_ncu_$r t0=$t0 $(grep "^replay_app " "$W/bench_ncu_$r.log")"
     done
     python3 bench/cuda/ratios.py "$O/summary.txt" | tee -a "$O/summary.txt"
     ;;

@@ -6,7 +6,8 @@
 Reads the lines `NAME [t0=NS] replay_app KEY=VALUE ...` that the `ncu` and `rangebench` sections
 note (NAME is bench_{plain,kreplay,ncu}_<round> or rb_{plain,range,kernel,ncu}) and prints:
   ncu:        per round, kreplay/ncu for the time to the first profiled launch (FIRST_LAUNCH_NS
-              minus the command's own start t0) and for the loop's time per launch;
+              minus the command's own start t0), for the loop's time per launch, and for the
+              loop's time per launch after its first launch (steady_per_launch_ms);
   rangebench: range/ncu and range/kernel for the steady-state time per launch (the loop after its
               first window) and for the whole loop's time per launch.
 """
@@ -53,7 +54,8 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: ratios.py <summary.txt>")
     runs = parse(sys.argv[1])
-    rounds = sorted({n.rsplit("_", 1)[1] for n in runs if n.startswith("bench_")})
+    # bench_<plain|kreplay|ncu>_<round>: the round is everything after the second underscore
+    rounds = sorted({n.split("_", 2)[2] for n in runs if n.startswith("bench_") and n.count("_") >= 2})
     for r in rounds:
         k, n = runs.get(f"bench_kreplay_{r}"), runs.get(f"bench_ncu_{r}")
         if not k or not n or "t0" not in k or "t0" not in n:
@@ -61,8 +63,14 @@ def main():
         ks = (int(k["FIRST_LAUNCH_NS"]) - int(k["t0"])) / 1e6
         ns = (int(n["FIRST_LAUNCH_NS"]) - int(n["t0"])) / 1e6
         kp, np_ = float(k["per_launch_ms"]), float(n["per_launch_ms"])
-        print(f"ncu round {r}: start-up kreplay {ks:.1f} ms ncu {ns:.1f} ms ratio {ratio(ks, ns)}; "
-              f"per kernel kreplay {kp:.2f} ms ncu {np_:.2f} ms ratio {ratio(kp, np_)}")
+        line = (f"ncu round {r}: start-up kreplay {ks:.1f} ms ncu {ns:.1f} ms ratio {ratio(ks, ns)}; "
+                f"per kernel kreplay {kp:.2f} ms ncu {np_:.2f} ms ratio {ratio(kp, np_)}")
+        if "steady_per_launch_ms" in k and "steady_per_launch_ms" in n:
+            # The loop after its first launch: what each later kernel costs, without the one-time
+            # set-up both profilers do at their first profiled launch.
+            ksd, nsd = float(k["steady_per_launch_ms"]), float(n["steady_per_launch_ms"])
+            line += f"; after the first kernel kreplay {ksd:.2f} ms ncu {nsd:.2f} ms ratio {ratio(ksd, nsd)}"
+        print(line)
     rr, rk, rn = runs.get("rb_range"), runs.get("rb_kernel"), runs.get("rb_ncu")
     if rr and rk and rn:
         for key in ("steady_per_launch_ms", "per_launch_ms"):

@@ -13,6 +13,7 @@
 #include <generated_nvtx_meta.h>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -84,7 +85,14 @@ struct State {
   std::map<CUdevice, std::unique_ptr<VmmTracker>> vmm_trackers;
 
   uint64_t graph_kernel_id = 0;
+
+  // Start-up costs (KREPLAY_PRINT_COSTS): subscribing, enabling callbacks, devices + tools.
+  double subscribe_ms = 0, callbacks_ms = 0, devices_ms = 0;
 };
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
 State& state() {
   static State* s = new State();  // NOLINT: lives for the process
@@ -104,6 +112,7 @@ struct InFlight {
 void init_devices() {
   std::call_once(state().devices_once, [] {
     InternalScope internal;
+    auto t0 = std::chrono::steady_clock::now();
     int count = 0;
     if (cuDeviceGetCount(&count) != CUDA_SUCCESS) count = 0;
     for (int i = 0; i < count; ++i) {
@@ -130,6 +139,7 @@ void init_devices() {
       size_t max = sdk::Runtime::get().engine().range_options().max_launches;
       for (auto& b : state().counter_backends) b->set_max_range_launches(max);
     }
+    state().devices_ms = ms_since(t0);
   });
 }
 
@@ -501,7 +511,8 @@ void retire(CUcontext ctx, uint64_t address, const CUpti_CallbackData* cb) {
 
 void guard_enter(const CUpti_CallbackData* cb) {
   CudaDevice* dev = device_of_context(cb->context);
-  if (dev == nullptr || !sdk::Runtime::get().registry().replay_context()) return;
+  auto& registry = sdk::Runtime::get().registry();
+  if (dev == nullptr || (!registry.replay_context() && !registry.range_context())) return;
   auto* inflight = new InFlight();  // NOLINT: released at EXIT
   inflight->guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
   *cb->correlationData = reinterpret_cast<uint64_t>(inflight);
@@ -817,6 +828,8 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
 
 // KREPLAY_PRINT_COSTS=1: at exit, where profiling time went (CUPTI calls and restores).
 void print_costs() {
+  std::fprintf(stderr, "==KREPLAY== startup subscribe_ms=%.3f callbacks_ms=%.3f devices_and_tools_ms=%.3f\n",
+               state().subscribe_ms, state().callbacks_ms, state().devices_ms);
   for (auto& b : state().counter_backends) {
    for (cupti::RangeProfiler* rp : b->existing_profilers()) {
     const auto& c = rp->costs();
@@ -851,7 +864,10 @@ bool start_interception() {
   std::call_once(once, [] {
     // Tools that do not link libkreplay resolve the C API from the already-loaded SDK.
     dlopen("libkreplay.so.0.1", RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+    auto t0 = std::chrono::steady_clock::now();
     CUptiResult r = cuptiSubscribe(&state().subscriber, &callback, nullptr);
+    state().subscribe_ms = ms_since(t0);
+    t0 = std::chrono::steady_clock::now();
     if (r != CUPTI_SUCCESS) {
       const char* text = nullptr;
       cuptiGetResultString(r, &text);
@@ -902,6 +918,7 @@ bool start_interception() {
       }
     }
     started = true;
+    state().callbacks_ms = ms_since(t0);
     if (env::get_bool("KREPLAY_PRINT_COSTS", false)) std::atexit(&print_costs);
     KR_DEBUG("CUDA interception started");
   });

@@ -37,9 +37,50 @@ inline constexpr std::array<const char*, 16> kTenPassMetrics = {
 /// The pass count CUPTI 13.0 gives kTenPassMetrics on GH100.
 inline constexpr size_t kTenPassMetricsPassesGH100 = 10;
 
+/// Twenty-eight SM-side metrics -- instructions per pipe and the share of warps in each stall
+/// reason (ncu's instruction and warp-state statistics) -- that CUPTI 13.0 also schedules in
+/// **10 passes** on GH100, offline from the chip name. Unlike kTenPassMetrics, none of its passes
+/// programs the memory system (DRAM, L2), whose passes cost 13-52 ms each to start on the H200
+/// (bench/cuda/pass_cost.cu): the second 10-pass set of the kreplay-vs-ncu benchmark.
+inline constexpr std::array<const char*, 28> kTenPassSmMetrics = {
+    "sm__inst_executed_pipe_alu.sum",
+    "sm__inst_executed_pipe_fma.sum",
+    "sm__inst_executed_pipe_lsu.sum",
+    "sm__inst_executed_pipe_xu.sum",
+    "sm__inst_executed_pipe_fp64.sum",
+    "sm__inst_executed_pipe_tensor.sum",
+    "sm__inst_executed_pipe_uniform.sum",
+    "sm__inst_executed_pipe_cbu.sum",
+    "sm__inst_executed_pipe_adu.sum",
+    "sm__inst_executed_pipe_tex.sum",
+    "smsp__warp_issue_stalled_barrier_per_warp_active.pct",
+    "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct",
+    "smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct",
+    "smsp__warp_issue_stalled_math_pipe_throttle_per_warp_active.pct",
+    "smsp__warp_issue_stalled_wait_per_warp_active.pct",
+    "smsp__warp_issue_stalled_not_selected_per_warp_active.pct",
+    "smsp__warp_issue_stalled_selected_per_warp_active.pct",
+    "smsp__warp_issue_stalled_lg_throttle_per_warp_active.pct",
+    "smsp__warp_issue_stalled_mio_throttle_per_warp_active.pct",
+    "smsp__warp_issue_stalled_no_instruction_per_warp_active.pct",
+    "smsp__warp_issue_stalled_branch_resolving_per_warp_active.pct",
+    "smsp__warp_issue_stalled_dispatch_stall_per_warp_active.pct",
+    "smsp__warp_issue_stalled_drain_per_warp_active.pct",
+    "smsp__warp_issue_stalled_imc_miss_per_warp_active.pct",
+    "smsp__warp_issue_stalled_membar_per_warp_active.pct",
+    "smsp__warp_issue_stalled_misc_per_warp_active.pct",
+    "smsp__warp_issue_stalled_sleeping_per_warp_active.pct",
+    "smsp__warp_issue_stalled_tex_throttle_per_warp_active.pct",
+};
+
 /// kTenPassMetrics as the std::string list the wrappers take.
 inline std::vector<std::string> ten_pass_metrics() {
   return {kTenPassMetrics.begin(), kTenPassMetrics.end()};
+}
+
+/// kTenPassSmMetrics as a std::string list.
+inline std::vector<std::string> ten_pass_sm_metrics() {
+  return {kTenPassSmMetrics.begin(), kTenPassSmMetrics.end()};
 }
 
 }  // namespace kreplay::cupti
