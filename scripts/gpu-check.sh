@@ -92,7 +92,7 @@ for section in "${SECTIONS[@]}"; do
     # (t0) to its end (t1), so bench/cuda/overhead.py can split the wall into before main, the
     # launch loop, and after it.
     for us in 0 50; do
-      for i in 1 2 3 4 5; do
+      for i in 1 2 3 4 5 6 7; do
         t0=$(date +%s%N)
         step "overhead_plain_${us}_$i" 60 "$D/bin/launch_overhead" 10000 "$us"
         note "overhead_plain_${us}_$i t0=$t0 t1=$(date +%s%N) $(grep launch_overhead "$W/overhead_plain_${us}_$i.log")"
@@ -100,6 +100,11 @@ for section in "${SECTIONS[@]}"; do
         step "overhead_kreplay_${us}_$i" 60 env CUDA_INJECTION64_PATH="$INJ" KREPLAY_TOOL_LIBRARIES="$TOOL" \
           KREPLAY_TEST_KERNEL_REGEX=__none__ "$D/bin/launch_overhead" 10000 "$us"
         note "overhead_kreplay_${us}_$i t0=$t0 t1=$(date +%s%N) $(grep launch_overhead "$W/overhead_kreplay_${us}_$i.log")"
+        # CUPTI's own share: an injection that only subscribes (bench/cuda/cupti_floor.c).
+        t0=$(date +%s%N)
+        step "overhead_cuptifloor_${us}_$i" 60 env CUDA_INJECTION64_PATH="$D/lib/libcupti_floor.so" \
+          "$D/bin/launch_overhead" 10000 "$us"
+        note "overhead_cuptifloor_${us}_$i t0=$t0 t1=$(date +%s%N) $(grep launch_overhead "$W/overhead_cuptifloor_${us}_$i.log")"
       done
     done
     step overhead_costs 60 env CUDA_INJECTION64_PATH="$INJ" KREPLAY_TOOL_LIBRARIES="$TOOL" \

@@ -3,18 +3,19 @@
 
   python3 bench/cuda/overhead.py <summary.txt>
 
-Reads the lines `overhead_{plain,kreplay}_<kernel_us>_<round> t0=NS t1=NS launch_overhead ...`
+Reads the lines `overhead_{plain,cuptifloor,kreplay}_<kernel_us>_<round> t0=NS t1=NS launch_overhead ...`
 (t0/t1: when the script started the process and saw it end; MAIN_NS/END_NS: main's entry and
-return) and prints, per kernel duration, the medians of plain and kreplay runs for: the launch
+return) and prints, per kernel duration, the medians of plain, CUPTI-floor (an injection that only
+subscribes to CUPTI) and kreplay runs for: the launch
 loop per launch, the time before main, CUDA's start-up in main (main's entry to the timed loop:
-device count, allocation, 100 warm-up launches), main, after main, and the whole process; then kreplay's
-extra per launch and its extra wall time in percent.
+device count, allocation, 100 warm-up launches), main, after main, and the whole process; then what CUPTI alone and
+kreplay add per launch and to the wall time, in percent.
 """
 import re
 import statistics
 import sys
 
-LINE = re.compile(r"^overhead_(plain|kreplay)_(\d+)_(\d+) t0=(\d+) t1=(\d+) launch_overhead (.*)$")
+LINE = re.compile(r"^overhead_(plain|kreplay|cuptifloor)_(\d+)_(\d+) t0=(\d+) t1=(\d+) launch_overhead (.*)$")
 
 
 def main():
@@ -46,16 +47,19 @@ def main():
     keys = ["us_per_launch", "before_main_ms", "cuda_start_ms", "main_ms", "after_main_ms", "wall_ms"]
     for us in sorted({u for u, _ in runs}, key=int):
         med = {}
-        for kind in ("plain", "kreplay"):
+        for kind in ("plain", "cuptifloor", "kreplay"):
             rs = runs.get((us, kind), [])
             if not rs:
                 continue
             med[kind] = {k: statistics.median(r[k] for r in rs) for k in keys}
             print(f"overhead kernel_us={us} {kind} (median of {len(rs)}): " +
                   " ".join(f"{k}={med[kind][k]:.3f}" for k in keys))
-        if len(med) == 2:
-            p, k = med["plain"], med["kreplay"]
-            print(f"overhead kernel_us={us}: +{k['us_per_launch'] - p['us_per_launch']:.3f} us per launch, "
+        p = med.get("plain")
+        for kind in ("cuptifloor", "kreplay"):
+            k = med.get(kind)
+            if p is None or k is None:
+                continue
+            print(f"overhead kernel_us={us} {kind} - plain: +{k['us_per_launch'] - p['us_per_launch']:.3f} us per launch, "
                   f"before main +{k['before_main_ms'] - p['before_main_ms']:.1f} ms, "
                   f"CUDA start-up in main +{k['cuda_start_ms'] - p['cuda_start_ms']:.1f} ms, "
                   f"after main +{k['after_main_ms'] - p['after_main_ms']:.1f} ms, "

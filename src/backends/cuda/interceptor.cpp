@@ -88,6 +88,8 @@ struct State {
 
   // Start-up costs (KREPLAY_PRINT_COSTS): subscribing, enabling callbacks, devices + tools.
   double subscribe_ms = 0, callbacks_ms = 0, devices_ms = 0;
+  double modules_ms = 0;  // module-load callbacks (symbol tables read for __device__ globals)
+  uint64_t modules_loaded = 0;
 };
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -764,10 +766,14 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
         case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
           init_devices();
           break;
-        case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+        case CUPTI_CBID_RESOURCE_MODULE_LOADED: {
           init_devices();
+          auto t0 = std::chrono::steady_clock::now();
           on_module_loaded(r->context, static_cast<const CUpti_ModuleResourceData*>(r->resourceDescriptor));
+          state().modules_ms += ms_since(t0);  // callbacks of one process run one at a time here
+          ++state().modules_loaded;
           break;
+        }
         case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
           on_module_unloading(static_cast<const CUpti_ModuleResourceData*>(r->resourceDescriptor));
           break;
@@ -828,8 +834,11 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
 
 // KREPLAY_PRINT_COSTS=1: at exit, where profiling time went (CUPTI calls and restores).
 void print_costs() {
-  std::fprintf(stderr, "==KREPLAY== startup subscribe_ms=%.3f callbacks_ms=%.3f devices_and_tools_ms=%.3f\n",
-               state().subscribe_ms, state().callbacks_ms, state().devices_ms);
+  std::fprintf(stderr,
+               "==KREPLAY== startup subscribe_ms=%.3f callbacks_ms=%.3f devices_and_tools_ms=%.3f "
+               "modules=%llu modules_ms=%.3f\n",
+               state().subscribe_ms, state().callbacks_ms, state().devices_ms,
+               static_cast<unsigned long long>(state().modules_loaded), state().modules_ms);
   for (auto& b : state().counter_backends) {
    for (cupti::RangeProfiler* rp : b->existing_profilers()) {
     const auto& c = rp->costs();
