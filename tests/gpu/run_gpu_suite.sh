@@ -18,7 +18,7 @@
 # Needs bash and coreutils only (timeout, mkdir); python only for the torch application.
 set -u
 
-APPS=(inplace_counter atomic_histogram malloc_async vmm managed mapped_host
+APPS=(inplace_counter lazy_globals atomic_histogram malloc_async vmm managed mapped_host
       multistream_threads cublas_gemm cluster_launch multi_kernel_chain graph_launch
       coop_ptsz torch_inplace)
 # name | KREPLAY_TEST_PASSES | KREPLAY_TEST_EARLY_EXIT | passes each replayed dispatch must run

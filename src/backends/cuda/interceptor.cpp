@@ -13,6 +13,7 @@
 #include <generated_nvtx_meta.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -199,6 +200,13 @@ void on_module_loaded(CUcontext ctx, const CUpti_ModuleResourceData* m) {
     mod.symbols = std::move(syms).value();
   } else {
     KR_DEBUG("module {}: {}", m->moduleId, syms.status().message());
+  }
+  // kreplay's own module (the snapshot and restore kernels) is not the application's code.
+  const auto& kernels = mod.symbols.kernels;
+  if (!kernels.empty() && std::all_of(kernels.begin(), kernels.end(), [](const std::string& k) {
+        return k.rfind("kreplay_", 0) == 0;
+      })) {
+    return;
   }
   auto& rt = sdk::Runtime::get();
   mod.code_object = rt.register_code_object(dev->agent, fmt::format("cuda-module-{}", m->moduleId));
@@ -757,7 +765,15 @@ bool is_copy_or_set(const char* name) {
 }
 
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (in_internal_call()) return;
+  if (in_internal_call()) {
+    // kreplay's own calls are not intercepted -- except the module events they raise: with lazy
+    // loading, kreplay's first query of an application kernel (its parameter layout) is what
+    // loads the kernel's module, and that module's variables must still be registered.
+    const bool module_event = domain == CUPTI_CB_DOMAIN_RESOURCE &&
+                              (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED ||
+                               cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
+    if (!module_event) return;
+  }
   try {
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
       const auto* r = static_cast<const CUpti_ResourceData*>(data);
