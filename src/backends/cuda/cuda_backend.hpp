@@ -48,6 +48,14 @@ class CudaDevice final : public device::Device {
   Status restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                  std::span<const uint64_t> chunks) override;
   device::CounterBackend* counters() override { return counters_; }
+  /// Memory kernels can write that kreplay cannot save and restore: surface-writable CUDA arrays
+  /// (kernels write them through surf*write; arrays are not linear device memory). While any
+  /// exists, launches are declined (Options::decline_untracked).
+  uint64_t untracked_bytes() override {
+    int64_t v = untracked_.load(std::memory_order_relaxed);
+    return v > 0 ? static_cast<uint64_t>(v) : 0;
+  }
+  void add_untracked(int64_t bytes) { untracked_.fetch_add(bytes, std::memory_order_relaxed); }
 
   void set_counters(device::CounterBackend* c) { counters_ = c; }
   void set_chip(const std::string& chip) { desc_.chip = chip; }
@@ -69,6 +77,7 @@ class CudaDevice final : public device::Device {
   std::shared_mutex streams_mu_;
   std::set<CUstream> streams_;
   device::CounterBackend* counters_ = nullptr;
+  std::atomic<int64_t> untracked_{0};
 };
 
 /// Which API the application used, so passes > 0 are submitted the same way.

@@ -87,6 +87,10 @@ struct State {
 
   uint64_t graph_kernel_id = 0;
 
+  // Surface-writable CUDA arrays (CUarray or CUmipmappedArray handle) -> device and bytes.
+  std::mutex arrays_mu;
+  std::map<uintptr_t, std::pair<CudaDevice*, uint64_t>> surface_arrays;
+
   // Start-up costs (KREPLAY_PRINT_COSTS): subscribing, enabling callbacks, devices + tools.
   double subscribe_ms = 0, callbacks_ms = 0, devices_ms = 0;
   double modules_ms = 0;  // module-load callbacks (symbol tables read for __device__ globals)
@@ -547,6 +551,58 @@ VmmTracker& vmm_tracker(CUdevice dev) {
   return *t;
 }
 
+// Bytes of an array described by @p d (the base level of a mipmapped one).
+uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR& d) {
+  uint64_t element = 4;
+  switch (d.Format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8:
+      element = 1;
+      break;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+      element = 2;
+      break;
+    default:
+      element = 4;
+      break;
+  }
+  return static_cast<uint64_t>(d.Width) * std::max<size_t>(d.Height, 1) *
+         std::max<size_t>(d.Depth, 1) * std::max(d.NumChannels, 1u) * element;
+}
+
+// EXIT of an array creation: a surface-writable array is memory kernels may write in place and
+// kreplay cannot restore, so the device declines launches while it exists.
+void on_array_created(CUcontext ctx, uintptr_t handle, const CUDA_ARRAY3D_DESCRIPTOR* d) {
+  if (handle == 0 || d == nullptr || (d->Flags & CUDA_ARRAY3D_SURFACE_LDST) == 0) return;
+  CudaDevice* dev = device_of_context(ctx);
+  if (dev == nullptr) return;
+  uint64_t bytes = array_bytes(*d);
+  {
+    std::lock_guard lock(state().arrays_mu);
+    state().surface_arrays[handle] = {dev, bytes};
+  }
+  dev->add_untracked(static_cast<int64_t>(bytes));
+  KR_WARN_ONCE("surface-array",
+               "the application created a surface-writable CUDA array ({}); kreplay cannot save "
+               "and restore CUDA arrays, so launches run once, unreplayed, while such an array "
+               "exists",
+               format_bytes(bytes));
+}
+
+void on_array_destroyed(uintptr_t handle) {
+  std::pair<CudaDevice*, uint64_t> entry{nullptr, 0};
+  {
+    std::lock_guard lock(state().arrays_mu);
+    auto it = state().surface_arrays.find(handle);
+    if (it == state().surface_arrays.end()) return;
+    entry = it->second;
+    state().surface_arrays.erase(it);
+  }
+  entry.first->add_untracked(-static_cast<int64_t>(entry.second));
+}
+
 void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   const bool enter = cb->callbackSite == CUPTI_API_ENTER;
   const bool ok = !enter && *static_cast<CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
@@ -585,6 +641,26 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
       auto* p = static_cast<const cuMemHostAlloc_params*>(cb->functionParams);
       if (ok) track(cb->context, reinterpret_cast<uint64_t>(*p->pp), p->bytesize,
                     KREPLAY_MEMORY_KIND_HOST_MAPPED);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuArray3DCreate_v2: {
+      auto* p = static_cast<const cuArray3DCreate_v2_params*>(cb->functionParams);
+      if (ok && p->pHandle) on_array_created(cb->context, reinterpret_cast<uintptr_t>(*p->pHandle), p->pAllocateArray);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayCreate: {
+      auto* p = static_cast<const cuMipmappedArrayCreate_params*>(cb->functionParams);
+      if (ok && p->pHandle) on_array_created(cb->context, reinterpret_cast<uintptr_t>(*p->pHandle), p->pMipmappedArrayDesc);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuArrayDestroy: {
+      auto* p = static_cast<const cuArrayDestroy_params*>(cb->functionParams);
+      if (ok) on_array_destroyed(reinterpret_cast<uintptr_t>(p->hArray));
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayDestroy: {
+      auto* p = static_cast<const cuMipmappedArrayDestroy_params*>(cb->functionParams);
+      if (ok) on_array_destroyed(reinterpret_cast<uintptr_t>(p->hMipmappedArray));
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
@@ -931,7 +1007,9 @@ bool start_interception() {
              CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost,
              CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister, CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
              CUPTI_DRIVER_TRACE_CBID_cuMemRelease, CUPTI_DRIVER_TRACE_CBID_cuMemMap,
-             CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess}) {
+             CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess,
+             CUPTI_DRIVER_TRACE_CBID_cuArray3DCreate_v2, CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayCreate,
+             CUPTI_DRIVER_TRACE_CBID_cuArrayDestroy, CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayDestroy}) {
       enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
     }
     // Copies and memsets: every cbid whose API name starts with cuMemcpy or cuMemset.
