@@ -87,6 +87,15 @@ for section in "${SECTIONS[@]}"; do
       python3 tests/gpu/apps/torch_inplace.py
     grep -h KREPLAY_RESULT "$W/torch_plain.log" "$W/torch_kreplay.log" | tee -a "$O/summary.txt"
     ;;
+  nccl)  # two ranks, one GPU each: NCCL all_reduce kernels declined (COLLECTIVE), never replayed
+    step nccl_plain 120 python3 tests/gpu/apps/nccl_allreduce.py
+    step nccl_kreplay 240 env CUDA_INJECTION64_PATH="$INJ" KREPLAY_TOOL_LIBRARIES="$TOOL" KREPLAY_TEST_PASSES=3 \
+      python3 tests/gpu/apps/nccl_allreduce.py
+    step nccl_cli 240 "$K" --pmc smsp__inst_executed.sum dram__bytes_read.sum --metrics "$TEN" -d "$W/nccl_cli" -o "run_%pid%" -- \
+      python3 tests/gpu/apps/nccl_allreduce.py
+    grep -h "KREPLAY_RESULT\|KREPLAY_TEST_TOOL \|KREPLAY_TEST_TOOL_DECLINES\|collective\|launches:\|SKIP" \
+      "$W/nccl_plain.log" "$W/nccl_kreplay.log" "$W/nccl_cli.log" | tee -a "$O/summary.txt"
+    ;;
   overhead)  # launches no tool replays (10,000 launches), alternating plain and injected
     # Launch-bound (tiny kernels) and GPU-bound (50 us kernels); each process timed from its start
     # (t0) to its end (t1), so bench/cuda/overhead.py can split the wall into before main, the

@@ -132,6 +132,8 @@ typedef enum kreplay_decline_reason_t {
   KREPLAY_DECLINE_REASON_LAUNCH_FAILED,       ///< the launch itself failed; no further passes
   KREPLAY_DECLINE_REASON_PASS_TIMEOUT,        ///< a pass did not complete in time
   KREPLAY_DECLINE_REASON_NOTHING_SELECTED,    ///< range: no launch of the range was selected
+  KREPLAY_DECLINE_REASON_COLLECTIVE,          ///< a collective communication kernel (NCCL/RCCL):
+                                              ///< its peers would not take part in extra passes
   KREPLAY_DECLINE_REASON_LAST,
 } kreplay_decline_reason_t;
 
@@ -252,6 +254,7 @@ typedef struct kreplay_kernel_dispatch_info_t {
 #define KREPLAY_DISPATCH_FLAG_COOPERATIVE 0x1u  ///< cooperative launch
 #define KREPLAY_DISPATCH_FLAG_GRAPH 0x2u        ///< launched by a graph
 #define KREPLAY_DISPATCH_FLAG_CAPTURED 0x4u     ///< issued into a stream under capture
+#define KREPLAY_DISPATCH_FLAG_COLLECTIVE 0x8u   ///< a collective communication kernel (NCCL/RCCL)
 
 KREPLAY_EXTERN_C_END
 

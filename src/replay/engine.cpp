@@ -1,6 +1,7 @@
 #include "replay/engine.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/logging.hpp"
 #include "common/util.hpp"
@@ -47,6 +48,7 @@ const char* reason_text(kreplay_decline_reason_t r) {
     case KREPLAY_DECLINE_REASON_REENTRANT_LAUNCH: return "launched from inside a replay window";
     case KREPLAY_DECLINE_REASON_STREAM_CAPTURE: return "stream is being captured";
     case KREPLAY_DECLINE_REASON_GRAPH_LAUNCH: return "graph launch";
+    case KREPLAY_DECLINE_REASON_COLLECTIVE: return "collective communication kernel";
     case KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY: return "device has untracked memory";
     case KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED: return "snapshot copy failed";
     case KREPLAY_DECLINE_REASON_LAUNCH_FAILED: return "launch failed";
@@ -110,6 +112,13 @@ void Engine::release_storage(uint64_t agent) {
   s->pool.release(*s->device);
 }
 
+bool is_collective_kernel(const char* name) {
+  // NCCL's (and RCCL's) device kernels: ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_...,
+  // demangled or inside a mangled name (_Z39ncclDevKernel_...).
+  return name != nullptr &&
+         (std::strstr(name, "ncclDevKernel") != nullptr || std::strstr(name, "ncclKernel_") != nullptr);
+}
+
 DispatchState* Engine::enter(device::Launch& launch) {
   DispatchState* st = tls().acquire();
   const device::LaunchInfo& li = launch.info();
@@ -131,6 +140,9 @@ DispatchState* Engine::enter(device::Launch& launch) {
   info.static_shared_memory_bytes = li.static_shared_bytes;
   info.registers_per_thread = li.registers;
   info.flags = li.flags;
+  if (is_collective_kernel(li.kernel_name) || is_collective_kernel(li.mangled_name)) {
+    info.flags |= KREPLAY_DISPATCH_FLAG_COLLECTIVE;
+  }
   st->correlation.internal = next_correlation_id_.fetch_add(1, std::memory_order_relaxed);
   st->thread_id = thread_id();
   st->slot = slot(li.agent.handle);
@@ -179,6 +191,13 @@ DispatchState* Engine::enter(device::Launch& launch) {
   } else if (info.flags & KREPLAY_DISPATCH_FLAG_GRAPH) {
     KR_WARN_ONCE("graph", "kernels launched by graphs are not replayed; they run once");
     decline(*st, KREPLAY_DECLINE_REASON_GRAPH_LAUNCH);
+  } else if (info.flags & KREPLAY_DISPATCH_FLAG_COLLECTIVE) {
+    KR_WARN_ONCE("collective",
+                 "collective communication kernels ({}) are not replayed: the other ranks would "
+                 "not take part in the extra passes and the replay would wait for them forever; "
+                 "they run once",
+                 info.kernel_name ? info.kernel_name : "NCCL");
+    decline(*st, KREPLAY_DECLINE_REASON_COLLECTIVE);
   } else {
     open_window(*st);
   }

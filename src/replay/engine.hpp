@@ -226,6 +226,10 @@ namespace detail {
 std::vector<DeviceSlot*>& thread_windows();
 }  // namespace detail
 
+/// A collective communication kernel (NCCL/RCCL), by name: replaying it alone would wait for
+/// peers that do not replay.
+bool is_collective_kernel(const char* name);
+
 class Engine {
  public:
   Engine(Hooks& hooks, MemoryInventory& inventory) : hooks_(hooks), inventory_(inventory) {}

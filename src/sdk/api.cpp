@@ -158,6 +158,7 @@ const char* kreplay_get_decline_reason_name(kreplay_decline_reason_t reason) {
     case KREPLAY_DECLINE_REASON_REENTRANT_LAUNCH: return "reentrant_launch";
     case KREPLAY_DECLINE_REASON_STREAM_CAPTURE: return "stream_capture";
     case KREPLAY_DECLINE_REASON_GRAPH_LAUNCH: return "graph_launch";
+    case KREPLAY_DECLINE_REASON_COLLECTIVE: return "collective";
     case KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY: return "untracked_memory";
     case KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED: return "snapshot_failed";
     case KREPLAY_DECLINE_REASON_LAUNCH_FAILED: return "launch_failed";

@@ -786,6 +786,10 @@ void Profiler::on_trace(const kreplay_callback_tracing_kernel_dispatch_data_t& p
         std::lock_guard lock(mu_);
         declined_.fetch_add(1, std::memory_order_relaxed);
         ++declined_by_reason_[reason_name(KREPLAY_DECLINE_REASON_GRAPH_LAUNCH)];
+      } else if (p.dispatch_info.flags & KREPLAY_DISPATCH_FLAG_COLLECTIVE) {
+        std::lock_guard lock(mu_);
+        declined_.fetch_add(1, std::memory_order_relaxed);
+        ++declined_by_reason_[reason_name(KREPLAY_DECLINE_REASON_COLLECTIVE)];
       } else {
         not_selected_.fetch_add(1, std::memory_order_relaxed);
       }

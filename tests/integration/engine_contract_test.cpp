@@ -11,6 +11,7 @@
 
 #include "harness.hpp"
 #include "kreplay/cxx/names.hpp"
+#include "replay/engine.hpp"
 #include "sdk/runtime.hpp"
 
 namespace kreplay::test {
@@ -607,6 +608,34 @@ TEST_F(Contract, DeclineStreamCaptureAndGraphLaunch) {
   EXPECT_EQ(x[0], updated(0.25f, 2));  // each graph launch ran exactly once
   EXPECT_EQ(*module().launch_counter, 2u);
   EXPECT_TRUE(hostrt::stream_destroy(s).ok());
+}
+
+// A collective communication kernel (NCCL) waits for its peers; replayed alone it would wait for
+// ever. It is declined and runs once; the next ordinary launch is replayed again.
+TEST_F(Contract, DeclineCollectiveKernel) {
+  tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+  float* x = make_buffer(64);
+  ASSERT_TRUE(
+      hostrt::launch_args(module().collective, {1}, {64}, hostrt::default_stream(), x, 64u).ok());
+  sync();
+  const auto* exit = tool().config_exit(tool().last_dispatch_id());
+  ASSERT_NE(exit, nullptr);
+  EXPECT_EQ(exit->outcome.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+  EXPECT_EQ(exit->outcome.reason, KREPLAY_DECLINE_REASON_COLLECTIVE);
+  EXPECT_STREQ(kreplay_get_decline_reason_name(KREPLAY_DECLINE_REASON_COLLECTIVE), "collective");
+  EXPECT_EQ(x[0], updated(0.25f, 1));  // ran exactly once
+  EXPECT_EQ(*module().launch_counter, 1u);
+  ASSERT_TRUE(launch_update(x, 64).ok());
+  sync();
+  EXPECT_EQ(tool().config_exit(tool().last_dispatch_id())->outcome.outcome,
+            KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(x[0], updated(0.25f, 2));
+  EXPECT_EQ(*module().launch_counter, 2u);
+  EXPECT_TRUE(replay::is_collective_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
+  EXPECT_TRUE(replay::is_collective_kernel("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"));
+  EXPECT_TRUE(replay::is_collective_kernel("ncclKernel_AllGather_RING_LL_Sum_int8_t"));
+  EXPECT_FALSE(replay::is_collective_kernel("update(float*, unsigned int)"));
+  EXPECT_FALSE(replay::is_collective_kernel(nullptr));
 }
 
 TEST_F(Contract, DeclineUntrackedMemory) {

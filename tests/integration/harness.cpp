@@ -301,7 +301,8 @@ TestModule& module() {
                  {"_Z5touchPfj", k_touch, {8, 4}},
                  {"_Z4spinPj", k_spin, {8}},
                  {"_Z11spin_secondPj", k_spin_second, {8}},
-                 {"_Z9histogramPjS_j", k_histogram, {8, 8, 4}}};
+                 {"_Z9histogramPjS_j", k_histogram, {8, 8, 4}},
+                 {"_Z36ncclDevKernel_AllReduce_Sum_f32_RINGPfj", k_update, {8, 4}}};
     d.globals = {{"launch_counter", 4, {}}, {"exec_counter", 4, {}}};
     auto mod = hostrt::load_module(d);
     EXPECT_TRUE(mod.ok());
@@ -311,6 +312,7 @@ TestModule& module() {
     t.spin = *hostrt::get_kernel(t.module, "_Z4spinPj");
     t.spin_second = *hostrt::get_kernel(t.module, "_Z11spin_secondPj");
     t.histogram = *hostrt::get_kernel(t.module, "_Z9histogramPjS_j");
+    t.collective = *hostrt::get_kernel(t.module, "_Z36ncclDevKernel_AllReduce_Sum_f32_RINGPfj");
     t.launch_counter = static_cast<uint32_t*>(*hostrt::get_global(t.module, "launch_counter"));
     t.exec_counter = static_cast<uint32_t*>(*hostrt::get_global(t.module, "exec_counter"));
     g_launch_counter = t.launch_counter;

@@ -91,6 +91,7 @@ struct TestModule {
   hostrt::Kernel spin = 0;       // spins while *flag == 0 (for drain/pass timeouts)
   hostrt::Kernel spin_second = 0;// executions after the first spin while *flag == 0
   hostrt::Kernel histogram = 0;  // atomic histogram of data[i] % 16 into bins
+  hostrt::Kernel collective = 0; // named like an NCCL kernel; does what `update` does
   uint32_t* launch_counter = nullptr;  // module-scope variable bumped by `update`
   uint32_t* exec_counter = nullptr;    // module-scope variable bumped by spin_second
 };

@@ -174,7 +174,7 @@ void k_accumulate(hr::ThreadContext& t) {
 }
 
 struct Fixture {
-  hr::Kernel update = 0, accumulate = 0;
+  hr::Kernel update = 0, accumulate = 0, collective = 0;
 };
 
 Fixture& fx() {
@@ -186,12 +186,14 @@ Fixture& fx() {
     EXPECT_TRUE(hr::init(c).ok());
     hr::ModuleDesc d{"range_module",
                      {{"_Z6updatePfj", k_update, {8, 4}},
-                      {"_Z10accumulatePfPKfj", k_accumulate, {8, 8, 4}}},
+                      {"_Z10accumulatePfPKfj", k_accumulate, {8, 8, 4}},
+                      {"_Z36ncclDevKernel_AllReduce_Sum_f32_RINGPfj", k_update, {8, 4}}},
                      {{"counter", 4, {}}}};
     auto m = hr::load_module(d);
     Fixture f;
     f.update = *hr::get_kernel(*m, "_Z6updatePfj");
     f.accumulate = *hr::get_kernel(*m, "_Z10accumulatePfPKfj");
+    f.collective = *hr::get_kernel(*m, "_Z36ncclDevKernel_AllReduce_Sum_f32_RINGPfj");
     g_counter = static_cast<uint32_t*>(*hr::get_global(*m, "counter"));
     return f;
   }();
@@ -361,6 +363,25 @@ TEST_F(Range, ARangeOpenedBetweenACopysBarrierAndItsWindowIsClosedBeforeTheCopy)
   EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
   EXPECT_EQ(exits[0].outcome.launches, 1u);
   EXPECT_EQ(exits[0].outcome.passes_executed, 3u);
+}
+
+// A collective communication kernel (NCCL) closes the open range and runs once, outside any range:
+// replaying it would wait for peers that do not replay.
+TEST_F(Range, ACollectiveKernelClosesTheRangeAndRunsOnce) {
+  float* x = buffer(256, 0.5f);
+  update(x, 256);
+  update(x, 256);
+  ASSERT_TRUE(hr::launch_args(fx().collective, {4}, {64}, stream_, x, 256u).ok());
+  update(x, 256);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_EQ(x[3], expect(0.5f + 0.003f, 4));  // every launch ran once
+  EXPECT_EQ(*g_counter, 4u);
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER);
+  EXPECT_EQ(exits[0].outcome.launches, 2u);
+  EXPECT_EQ(exits[0].outcome.passes_executed, 3u);
+  EXPECT_EQ(exits[1].outcome.launches, 1u);  // the launch after the collective one
 }
 
 TEST_F(Range, LaunchLimitSplitsRanges) {
