@@ -97,11 +97,11 @@ for section in "${SECTIONS[@]}"; do
       "$W/nccl_plain.log" "$W/nccl_kreplay.log" "$W/nccl_cli.log" | tee -a "$O/summary.txt"
     ;;
   overhead)  # launches no tool replays (10,000 launches), alternating plain and injected
-    # Launch-bound (tiny kernels) and GPU-bound (50 us kernels); each process timed from its start
+    # Launch-bound (tiny kernels) and GPU-bound (50 and 100 us kernels); each process timed from its start
     # (t0) to its end (t1), so bench/cuda/overhead.py can split the wall into before main, the
     # launch loop, and after it.
-    for us in 0 50; do
-      for i in 1 2 3 4 5 6 7; do
+    for us in 0 50 100; do
+      for i in 1 2 3 4 5; do
         t0=$(date +%s%N)
         step "overhead_plain_${us}_$i" 60 "$D/bin/launch_overhead" 10000 "$us"
         note "overhead_plain_${us}_$i t0=$t0 t1=$(date +%s%N) $(grep launch_overhead "$W/overhead_plain_${us}_$i.log")"
