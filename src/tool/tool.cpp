@@ -900,12 +900,11 @@ void Profiler::finalize(bool from_signal) {
 
 // A configuration the user got wrong (a counter that does not exist, a group that does not fit, an
 // output location that cannot be written) stops the application before it does any work, with the
-// error above and exit status 2, as a command-line tool would: profiling it with part of the
-// request silently missing would waste the run.
+// one-line error initialize() printed and exit status 2, as a command-line tool would: profiling
+// it with part of the request silently missing would waste the run.
 int tool_init(kreplay_client_finalize_t, void*) {
   int rc = Profiler::get().initialize();
   if (rc != 0) {
-    KR_ERROR("stopping the application: fix the options above and run again");
     std::fflush(stderr);
     _exit(2);
   }
