@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything kreplay checks and measures on a GPU machine, from a tree built elsewhere.
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
-# Sections (default: all, in this order): unit suite injection counters cli torch overhead storage permission passcost ncu range
-# rangecli rangebench.
+# Sections (default: all, in this order): unit suite injection counters cli torch nccl overhead storage permission passcost
+# ncu range rangecli rangebench. (nccl needs two GPUs; with one its application says SKIP.)
 # <dist-dir> holds bin/ lib/ share/ of a build (scripts/make-gpu-dist.sh). Each step has its own
 # time limit; logs go to /tmp/kreplay-gpu-work (tarred into <out-dir>/work.tgz) and a line per
 # step to <out-dir>/summary.txt.
@@ -11,7 +11,7 @@ D=$(cd "$1" && pwd)
 O=$2
 shift 2
 SECTIONS=("$@")
-((${#SECTIONS[@]})) || SECTIONS=(unit suite injection counters cli torch overhead storage permission passcost ncu range rangecli rangebench)
+((${#SECTIONS[@]})) || SECTIONS=(unit suite injection counters cli torch nccl overhead storage permission passcost ncu range rangecli rangebench)
 W=/tmp/kreplay-gpu-work
 mkdir -p "$W" "$O"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$D/lib:${LD_LIBRARY_PATH:-}
