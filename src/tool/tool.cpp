@@ -265,44 +265,6 @@ int Profiler::initialize() {
     KR_ERROR("{}", base.status().message());
     return 1;
   }
-  std::string path = *base;
-  if (!cli::template_is_per_process(config.output.file)) {
-    const char* first = config.output.formats.empty() ? "_results.db" : "";
-    std::string suffix = first;
-    if (suffix.empty()) {
-      switch (config.output.formats.front()) {
-        case cli::OutputFormat::kSqlite: suffix = "_results.db"; break;
-        case cli::OutputFormat::kCsv: suffix = "_counter_collection.csv"; break;
-        case cli::OutputFormat::kJson:
-          suffix = config.output.gzip ? "_results.json.gz" : "_results.json";
-          break;
-        case cli::OutputFormat::kPerfetto:
-          suffix = config.output.gzip ? "_trace.json.gz" : "_trace.json";
-          break;
-      }
-    }
-    auto claimed = cli::claim_output_base(path, suffix, ctx.pid);
-    if (!claimed.ok()) {
-      KR_ERROR("{}", claimed.status().message());
-      return 1;
-    }
-    path = *claimed;
-  }
-  output::OutputConfig oc;
-  auto slash = path.rfind('/');
-  oc.directory = slash == std::string::npos ? "" : path.substr(0, slash);
-  oc.file_stem = slash == std::string::npos ? path : path.substr(slash + 1);
-  for (auto fmt_ : config.output.formats) oc.formats.emplace_back(cli::to_string(fmt_));
-  oc.summary = config.output.summary;
-  oc.gzip_trace = config.output.gzip;
-  oc.kernel_trace = config.output.kernel_trace;
-  auto w = output::make_writer(oc);
-  if (!w.ok()) {
-    KR_ERROR("{}", w.status().message());
-    return 1;
-  }
-  writer_ = std::move(w).value();
-  outputs_ = writer_->output_files();
 
   // Plans for every agent now, so a counter that does not exist fails before the first launch.
   size_t agents = 0;
@@ -363,6 +325,47 @@ int Profiler::initialize() {
     plans_[a.id.handle] = std::move(plan).value();
   }
   if (any_error) return 1;
+
+  // The output files are claimed and created only once the plans hold: a configuration error
+  // leaves no empty results file behind.
+  std::string path = *base;
+  if (!cli::template_is_per_process(config.output.file)) {
+    const char* first = config.output.formats.empty() ? "_results.db" : "";
+    std::string suffix = first;
+    if (suffix.empty()) {
+      switch (config.output.formats.front()) {
+        case cli::OutputFormat::kSqlite: suffix = "_results.db"; break;
+        case cli::OutputFormat::kCsv: suffix = "_counter_collection.csv"; break;
+        case cli::OutputFormat::kJson:
+          suffix = config.output.gzip ? "_results.json.gz" : "_results.json";
+          break;
+        case cli::OutputFormat::kPerfetto:
+          suffix = config.output.gzip ? "_trace.json.gz" : "_trace.json";
+          break;
+      }
+    }
+    auto claimed = cli::claim_output_base(path, suffix, ctx.pid);
+    if (!claimed.ok()) {
+      KR_ERROR("{}", claimed.status().message());
+      return 1;
+    }
+    path = *claimed;
+  }
+  output::OutputConfig oc;
+  auto slash = path.rfind('/');
+  oc.directory = slash == std::string::npos ? "" : path.substr(0, slash);
+  oc.file_stem = slash == std::string::npos ? path : path.substr(slash + 1);
+  for (auto fmt_ : config.output.formats) oc.formats.emplace_back(cli::to_string(fmt_));
+  oc.summary = config.output.summary;
+  oc.gzip_trace = config.output.gzip;
+  oc.kernel_trace = config.output.kernel_trace;
+  auto w = output::make_writer(oc);
+  if (!w.ok()) {
+    KR_ERROR("{}", w.status().message());
+    return 1;
+  }
+  writer_ = std::move(w).value();
+  outputs_ = writer_->output_files();
 
   {
     std::lock_guard lock(mu_);

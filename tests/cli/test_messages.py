@@ -137,6 +137,8 @@ class BadInput(e2e.KreplayTestCase):
         self.assertEqual(len(errors), 1, str(r))
         self.assertIn("threads_lanched", errors[0])
         self.assertIn("did you mean threads_launched", errors[0])
+        # Nothing was collected, so no (empty) results file is left behind.
+        self.assertEqual(e2e.find_files(self.tmp, "*_results.*"), [], str(r))
         self.assertNotIn("sample-app:", r.stdout, "no launch ran\n{}".format(r))
         for bad in ("Traceback", "terminate called", "Segmentation fault", "core dumped"):
             self.assertNotIn(bad, r.stderr)
