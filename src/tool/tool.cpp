@@ -246,6 +246,13 @@ std::string agent_type(kreplay_agent_type_t t) {
 }
 
 int Profiler::initialize() {
+  // Tell the kreplay command that the tool started in this process (it warns when none did).
+  if (const char* status = std::getenv("KREPLAY_TOOL_STATUS_FILE"); status && *status) {  // NOLINT
+    if (std::FILE* f = std::fopen(status, "a")) {
+      std::fprintf(f, "%d\n", static_cast<int>(getpid()));
+      std::fclose(f);
+    }
+  }
   start_ns_ = now_ns();
   if (log::level() == log::Level::kWarning) {
     log::Level l;

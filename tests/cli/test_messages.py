@@ -210,6 +210,20 @@ class BadInput(e2e.KreplayTestCase):
         r = self.kreplay("--", "no-such-app-on-the-path-kreplay")
         self.assert_one_line_error(r, "no-such-app-on-the-path-kreplay", rc=127)
 
+    def test_application_that_uses_no_gpu(self):
+        # It runs and exits 0, but kreplay never got in: say so instead of ending in silence.
+        r = self.kreplay("--pmc", "ops", "--", "/bin/true")
+        self.assertEqual(r.rc, 0, str(r))
+        lines = [l for l in r.stderr.splitlines() if l.startswith("==KREPLAY==")]
+        self.assertEqual(len(lines), 1, str(r))
+        self.assertTrue(lines[0].startswith("==KREPLAY== warning: '/bin/true' finished without kreplay"), lines[0])
+        self.assertIn("nothing was collected", lines[0])
+        self.assertEqual(e2e.find_files(self.tmp, "*_results.*"), [], str(r))
+        # An application that does use the (host) device gets no such warning.
+        r = self.kreplay("--pmc", "ops", "--", e2e.SAMPLE_APP)
+        self.assertEqual(r.rc, 0, str(r))
+        self.assertNotIn("nothing was collected", r.stderr)
+
     def test_application_that_is_not_executable(self):
         path = os.path.join(self.tmp, "data.txt")
         with open(path, "w") as f:

@@ -291,10 +291,24 @@ int run_plan(const RunPlan& plan) {
         env.emplace_back("NVTX_INJECTION64_PATH", cuda.string());
     }
     if (!plan.log_level.empty()) env.emplace_back("KREPLAY_LOG_LEVEL", plan.log_level);
+    // Each process of the application in which the tool starts appends its pid here.
+    const std::string status_file =
+        fmt::format("{}/kreplay-{}-{}.status", fs::temp_directory_path().string(), getpid(), k);
+    fs::remove(status_file);
+    env.emplace_back("KREPLAY_TOOL_STATUS_FILE", status_file);
     if (plan.runs.size() > 1) KR_NOTICE("{}", run.label);
     auto result = run_application(plan.command, env);
     if (!config_file.empty()) fs::remove(config_file);
+    std::error_code ec;
+    const bool tool_ran = fs::exists(status_file, ec) && fs::file_size(status_file, ec) > 0;
+    fs::remove(status_file, ec);
     if (!result.ok()) return fail(result.status().message());
+    if (!tool_ran && result->exit_code != 127 && g_stop_signal == 0) {
+      KR_WARN("'{}' finished without kreplay starting in any of its processes (none initialised "
+              "CUDA, or kreplay could not attach): nothing was collected; profile the program that "
+              "runs the GPU work",
+              plan.command.front());
+    }
     last_code = result->exit_code;
     if (k == 0) first_pid = result->pid;
     if (auto db = run_database(run.config, result->pid)) {
