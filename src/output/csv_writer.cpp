@@ -93,23 +93,17 @@ Status CsvWriter::device(const DeviceRecord&) {
 }
 
 Status CsvWriter::kernel(const KernelRecord& record) {
-  kernel_names_[record.kernel_id] = display_name(record);
+  kernel_names_.add(record);
   return Status::Ok();
 }
 
-std::string CsvWriter::kernel_name(uint64_t kernel_id) const {
-  auto it = kernel_names_.find(kernel_id);
-  if (it != kernel_names_.end()) return it->second;
-  return fmt::format("kernel {}", kernel_id);
-}
-
 Status CsvWriter::counter(const CounterRecord& record) {
-  pending_.get(record.app_pass, record.dispatch_id).counters.push_back(record);
+  pending_.add(record);
   return Status::Ok();
 }
 
 Status CsvWriter::pass(const PassRecord& record) {
-  pending_.get(record.app_pass, record.dispatch_id).passes.push_back(record);
+  pending_.add(record);
   return Status::Ok();
 }
 
@@ -121,7 +115,7 @@ Status CsvWriter::dispatch(const DispatchRecord& record) {
 
 Status CsvWriter::write_rows(const DispatchRecord& d, const PendingDispatch& p) {
   RETURN_IF_ERROR(write_headers());
-  const std::string name = kernel_name(d.kernel_id);
+  const std::string name = kernel_names_(d.kernel_id);
 
   // Long layout: one row per counter value, in pass order.
   std::vector<const CounterRecord*> counters;

@@ -27,6 +27,7 @@
 
 #include "output/output_file.hpp"
 #include "output/pending.hpp"
+#include "output/text.hpp"
 #include "output/writer.hpp"
 
 namespace kreplay::output {
@@ -141,11 +142,10 @@ class CsvWriter final : public Writer {
   Status write_headers();
   Status write_rows(const DispatchRecord& dispatch, const PendingDispatch& pending);
   Status rewrite_wide_header();
-  std::string kernel_name(uint64_t kernel_id) const;
 
   std::unique_ptr<OutputFile> long_, wide_, trace_;
   PendingDispatches pending_;
-  std::map<uint64_t, std::string> kernel_names_;  // kernel_id -> display name
+  KernelNames kernel_names_;
   uint64_t pid_ = 0;
   std::vector<std::string> counters_;  // wide counter columns, in order
   std::set<std::string> counter_set_;

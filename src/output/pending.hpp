@@ -20,6 +20,9 @@ struct PendingDispatch {
 class PendingDispatches {
  public:
   PendingDispatch& get(uint32_t app_pass, uint64_t dispatch_id);
+  /// Keep a counter or pass record with its dispatch until the dispatch record comes.
+  void add(const CounterRecord& r) { get(r.app_pass, r.dispatch_id).counters.push_back(r); }
+  void add(const PassRecord& r) { get(r.app_pass, r.dispatch_id).passes.push_back(r); }
   /// Remove and return the dispatch's records (empty when none arrived).
   PendingDispatch take(uint32_t app_pass, uint64_t dispatch_id);
   /// Remove every dispatch whose dispatch record never came (the run ended mid-dispatch) and

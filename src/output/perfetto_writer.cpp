@@ -123,17 +123,17 @@ Status PerfettoWriter::device(const DeviceRecord& r) {
 }
 
 Status PerfettoWriter::kernel(const KernelRecord& r) {
-  kernel_names_[r.kernel_id] = display_name(r);
+  kernel_names_.add(r);
   return Status::Ok();
 }
 
 Status PerfettoWriter::counter(const CounterRecord& r) {
-  pending_.get(r.app_pass, r.dispatch_id).counters.push_back(r);
+  pending_.add(r);
   return Status::Ok();
 }
 
 Status PerfettoWriter::pass(const PassRecord& r) {
-  pending_.get(r.app_pass, r.dispatch_id).passes.push_back(r);
+  pending_.add(r);
   return Status::Ok();
 }
 
@@ -143,8 +143,7 @@ Status PerfettoWriter::dispatch(const DispatchRecord& r) {
 }
 
 Status PerfettoWriter::write_passes(const DispatchRecord& d, const PendingDispatch& p) {
-  auto it = kernel_names_.find(d.kernel_id);
-  std::string name = it != kernel_names_.end() ? it->second : fmt::format("kernel {}", d.kernel_id);
+  const std::string name = kernel_names_(d.kernel_id);
   std::vector<PassRecord> passes = p.passes;
   std::stable_sort(passes.begin(), passes.end(),
                    [](const auto& a, const auto& b) { return a.replay_pass < b.replay_pass; });

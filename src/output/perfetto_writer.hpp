@@ -22,6 +22,7 @@
 
 #include "output/output_file.hpp"
 #include "output/pending.hpp"
+#include "output/text.hpp"
 #include "output/writer.hpp"
 
 namespace kreplay::output {
@@ -58,7 +59,7 @@ class PerfettoWriter final : public Writer {
   std::map<uint64_t, int> pids_;                       // agent -> pid
   std::map<std::pair<uint64_t, uint64_t>, int> tids_;  // (agent, stream) -> tid
   std::map<uint64_t, int> streams_per_agent_;
-  std::map<uint64_t, std::string> kernel_names_;            // kernel_id -> display name
+  KernelNames kernel_names_;
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> live_;  // (agent, address) -> size
   std::map<uint64_t, uint64_t> tracked_bytes_;              // agent -> live tracked bytes
   PendingDispatches pending_;

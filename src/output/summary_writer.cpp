@@ -24,18 +24,18 @@ Status SummaryWriter::device(const DeviceRecord&) {
 }
 
 Status SummaryWriter::kernel(const KernelRecord& r) {
-  kernel_names_[r.kernel_id] = display_name(r);
+  kernel_names_.add(r);
   return Status::Ok();
 }
 
 Status SummaryWriter::counter(const CounterRecord& r) {
   if (counter_set_.insert(r.name).second) counter_order_.push_back(r.name);
-  pending_.get(r.app_pass, r.dispatch_id).counters.push_back(r);
+  pending_.add(r);
   return Status::Ok();
 }
 
 Status SummaryWriter::pass(const PassRecord& r) {
-  pending_.get(r.app_pass, r.dispatch_id).passes.push_back(r);
+  pending_.add(r);
   return Status::Ok();
 }
 
@@ -80,9 +80,7 @@ std::string SummaryWriter::render(const RunSummary& s) const {
   double all_ns = 0;
   uint64_t launches = 0;
   for (const auto& [id, stats] : stats_) {
-    auto it = kernel_names_.find(id);
-    lines.push_back(
-        {&stats, it != kernel_names_.end() ? it->second : fmt::format("kernel {}", id)});
+    lines.push_back({&stats, kernel_names_(id)});
     all_ns += stats.total_ns;
     launches += stats.launches;
   }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "output/pending.hpp"
+#include "output/text.hpp"
 #include "output/writer.hpp"
 
 namespace kreplay::output {
@@ -60,7 +61,7 @@ class SummaryWriter final : public Writer {
   bool finished_ = false;
   std::vector<std::string> counter_order_;
   std::set<std::string> counter_set_;
-  std::map<uint64_t, std::string> kernel_names_;
+  KernelNames kernel_names_;
   std::map<uint64_t, KernelStats> stats_;  // by kernel_id
   PendingDispatches pending_;
 };

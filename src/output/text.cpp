@@ -103,6 +103,11 @@ std::string truncate_name(std::string_view name, size_t max) {
   return std::string(name.substr(0, keep)) + "...";
 }
 
+std::string KernelNames::operator()(uint64_t kernel_id) const {
+  auto it = names_.find(kernel_id);
+  return it != names_.end() ? it->second : fmt::format("kernel {}", kernel_id);
+}
+
 std::string display_name(const KernelRecord& kernel) {
   if (!kernel.demangled_name.empty()) return kernel.demangled_name;
   if (!kernel.mangled_name.empty()) return kernel.mangled_name;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -65,5 +66,16 @@ std::string truncate_name(std::string_view name, size_t max);
 
 /// The name to show for a kernel: demangled, else mangled, else "kernel <id>".
 std::string display_name(const KernelRecord& kernel);
+
+/// Display names of the kernels a writer has seen, by kernel id.
+class KernelNames {
+ public:
+  void add(const KernelRecord& kernel) { names_[kernel.kernel_id] = display_name(kernel); }
+  /// The kernel's display name, or "kernel <id>" for one whose record never came.
+  std::string operator()(uint64_t kernel_id) const;
+
+ private:
+  std::map<uint64_t, std::string> names_;
+};
 
 }  // namespace kreplay::output
