@@ -38,6 +38,12 @@ const char* reason_name(kreplay_decline_reason_t r) {
   return n ? n : "unknown";
 }
 
+// Widen a dispatch's [start_ns, end_ns] to cover one more pass.
+void extend_span(output::DispatchRecord& r, uint64_t start, uint64_t end) {
+  if (r.start_ns == 0 || start < r.start_ns) r.start_ns = start;
+  r.end_ns = std::max(r.end_ns, end);
+}
+
 const char* outcome_name(kreplay_replay_outcome_t o) {
   const char* n = kreplay_get_replay_outcome_name(o);
   return n ? n : "unknown";
@@ -99,6 +105,8 @@ class Profiler {
 
   // range replay
   bool range_mode() const { return config.replay_mode == cli::ReplayMode::kRange; }
+  /// The app_pass records carry: the run's pass under application replay, else 0.
+  uint32_t record_app_pass() const { return config.app_pass_count > 1 ? config.app_pass : 0; }
   uint64_t range_pass_count(const kreplay_range_info_t& info);
   void on_range_config_enter(kreplay_callback_tracing_range_replay_data_t& p);
   void on_range_launch(kreplay_callback_tracing_range_replay_data_t& p, uint64_t correlation_id);
@@ -126,6 +134,9 @@ class Profiler {
       start(count_ctx);
     }
   }
+  /// One pass of a dispatch, [@p start, @p end], to the writer.
+  void write_pass_locked(const kreplay_kernel_dispatch_info_t& info, uint64_t pass,
+                         uint64_t start, uint64_t end);
   void finish_dispatch_locked(uint64_t id);
   void progress_loop();
   std::string counter_name(uint64_t id);
@@ -661,7 +672,7 @@ void Profiler::fill_launch(output::DispatchRecord& r, const kreplay_kernel_dispa
   r.static_shared_bytes = info.static_shared_memory_bytes;
   r.registers = info.registers_per_thread;
   r.thread_id = thread_id();
-  r.app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
+  r.app_pass = record_app_pass();
 }
 
 void Profiler::write_phases_locked(const output::DispatchRecord& r,
@@ -709,18 +720,21 @@ void Profiler::on_pass_exit(const kreplay_callback_tracing_kernel_replay_data_t&
   auto it = dispatches_.find(p.dispatch_info.dispatch_id);
   if (it == dispatches_.end()) return;
   if (p.end_timestamp == 0) return;  // the pass did not complete
-  auto& r = it->second.record;
-  if (r.start_ns == 0 || p.start_timestamp < r.start_ns) r.start_ns = p.start_timestamp;
-  r.end_ns = std::max(r.end_ns, p.end_timestamp);
+  extend_span(it->second.record, p.start_timestamp, p.end_timestamp);
   if (tracing) return;  // the trace writes pass records
+  write_pass_locked(p.dispatch_info, p.current_pass, p.start_timestamp, p.end_timestamp);
+}
+
+void Profiler::write_pass_locked(const kreplay_kernel_dispatch_info_t& info, uint64_t pass,
+                                 uint64_t start, uint64_t end) {
   output::PassRecord pr;
-  pr.dispatch_id = p.dispatch_info.dispatch_id;
-  pr.replay_pass = p.current_pass;
-  pr.agent_id = p.dispatch_info.agent_id.handle;
-  pr.stream_id = p.dispatch_info.stream_id.handle;
-  pr.start_ns = p.start_timestamp;
-  pr.end_ns = p.end_timestamp;
-  pr.app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
+  pr.dispatch_id = info.dispatch_id;
+  pr.replay_pass = pass;
+  pr.agent_id = info.agent_id.handle;
+  pr.stream_id = info.stream_id.handle;
+  pr.start_ns = start;
+  pr.end_ns = end;
+  pr.app_pass = record_app_pass();
   if (Status s = writer_->pass(pr); !s.ok()) KR_WARN("{}", s.message());
 }
 
@@ -752,7 +766,7 @@ std::string Profiler::counter_name(uint64_t id) {
 void Profiler::on_counters(const kreplay_dispatch_counting_data_t& data,
                            const kreplay_counter_record_t* records, size_t n) {
   std::lock_guard lock(mu_);
-  uint32_t app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
+  uint32_t app_pass = record_app_pass();
   for (size_t i = 0; i < n; ++i) {
     output::CounterRecord c;
     c.dispatch_id = records[i].dispatch_id;
@@ -771,15 +785,8 @@ void Profiler::on_counters(const kreplay_dispatch_counting_data_t& data,
   r.start_ns = data.start_timestamp;
   r.end_ns = data.end_timestamp;
   if (!tracing) {
-    output::PassRecord pr;
-    pr.dispatch_id = data.dispatch_info.dispatch_id;
-    pr.replay_pass = data.replay_pass;
-    pr.agent_id = data.dispatch_info.agent_id.handle;
-    pr.stream_id = data.dispatch_info.stream_id.handle;
-    pr.start_ns = data.start_timestamp;
-    pr.end_ns = data.end_timestamp;
-    pr.app_pass = app_pass;
-    if (Status s = writer_->pass(pr); !s.ok()) KR_WARN("{}", s.message());
+    write_pass_locked(data.dispatch_info, data.replay_pass, data.start_timestamp,
+                      data.end_timestamp);
     finish_dispatch_locked(data.dispatch_info.dispatch_id);
   }
 }
@@ -792,14 +799,17 @@ void Profiler::on_trace(const kreplay_callback_tracing_kernel_dispatch_data_t& p
     if (range_mode() && p.replay_pass == 0 && p.dispatch_info.dispatch_id != tl_range_launch_id) {
       launches_.fetch_add(1, std::memory_order_relaxed);
       passes_.fetch_add(1, std::memory_order_relaxed);  // it runs once, as in kernel replay
-      if (p.dispatch_info.flags & (KREPLAY_DISPATCH_FLAG_GRAPH | KREPLAY_DISPATCH_FLAG_CAPTURED)) {
+      const uint32_t flags = p.dispatch_info.flags;
+      kreplay_decline_reason_t why = KREPLAY_DECLINE_REASON_NONE;
+      if (flags & (KREPLAY_DISPATCH_FLAG_GRAPH | KREPLAY_DISPATCH_FLAG_CAPTURED)) {
+        why = KREPLAY_DECLINE_REASON_GRAPH_LAUNCH;
+      } else if (flags & KREPLAY_DISPATCH_FLAG_COLLECTIVE) {
+        why = KREPLAY_DECLINE_REASON_COLLECTIVE;
+      }
+      if (why != KREPLAY_DECLINE_REASON_NONE) {
         std::lock_guard lock(mu_);
         declined_.fetch_add(1, std::memory_order_relaxed);
-        ++declined_by_reason_[reason_name(KREPLAY_DECLINE_REASON_GRAPH_LAUNCH)];
-      } else if (p.dispatch_info.flags & KREPLAY_DISPATCH_FLAG_COLLECTIVE) {
-        std::lock_guard lock(mu_);
-        declined_.fetch_add(1, std::memory_order_relaxed);
-        ++declined_by_reason_[reason_name(KREPLAY_DECLINE_REASON_COLLECTIVE)];
+        ++declined_by_reason_[reason_name(why)];
       } else {
         not_selected_.fetch_add(1, std::memory_order_relaxed);
       }
@@ -809,21 +819,11 @@ void Profiler::on_trace(const kreplay_callback_tracing_kernel_dispatch_data_t& p
   std::lock_guard lock(mu_);
   auto it = dispatches_.find(p.dispatch_info.dispatch_id);
   if (it == dispatches_.end()) return;  // a dispatch the tool did not keep
-  output::PassRecord pr;
-  pr.dispatch_id = p.dispatch_info.dispatch_id;
-  pr.replay_pass = p.replay_pass;
-  pr.agent_id = p.dispatch_info.agent_id.handle;
-  pr.stream_id = p.dispatch_info.stream_id.handle;
-  pr.start_ns = p.start_timestamp;
-  pr.end_ns = p.end_timestamp;
-  pr.app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
   write_kernel_locked(p.dispatch_info);
-  if (Status s = writer_->pass(pr); !s.ok()) KR_WARN("{}", s.message());
-  auto& r = it->second.record;
-  if (r.start_ns == 0 || p.start_timestamp < r.start_ns) r.start_ns = p.start_timestamp;
-  r.end_ns = std::max(r.end_ns, p.end_timestamp);
+  write_pass_locked(p.dispatch_info, p.replay_pass, p.start_timestamp, p.end_timestamp);
+  extend_span(it->second.record, p.start_timestamp, p.end_timestamp);
   if (!range_mode() && !it->second.replayed && it->second.record_ready)
-    finish_dispatch_locked(pr.dispatch_id);
+    finish_dispatch_locked(p.dispatch_info.dispatch_id);
 }
 
 void Profiler::on_code_object(const kreplay_callback_tracing_code_object_data_t& p,
@@ -844,7 +844,7 @@ void Profiler::on_memory(const kreplay_callback_tracing_memory_allocation_data_t
   a.address = p.address;
   a.size = p.allocation_size;
   a.timestamp_ns = p.timestamp;
-  a.app_pass = config.app_pass_count > 1 ? config.app_pass : 0;
+  a.app_pass = record_app_pass();
   if (Status s = writer_->allocation(a); !s.ok()) KR_WARN("{}", s.message());
 }
 
