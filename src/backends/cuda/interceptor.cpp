@@ -379,6 +379,18 @@ bool dispatch_services_wanted() {
   return reg.any_dispatch_level_active() || reg.replay_context() != nullptr;
 }
 
+// The fields cuLaunchKernel and cuLaunchCooperativeKernel share (their CUPTI parameter structs
+// differ only in what follows).
+template <typename Params>
+void take_launch_params(CudaLaunch& l, const Params& p) {
+  l.f = p.f;
+  l.grid[0] = p.gridDimX; l.grid[1] = p.gridDimY; l.grid[2] = p.gridDimZ;
+  l.block[0] = p.blockDimX; l.block[1] = p.blockDimY; l.block[2] = p.blockDimZ;
+  l.shared_bytes = p.sharedMemBytes;
+  l.stream = p.hStream;
+  l.params = p.kernelParams;
+}
+
 void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   if (!dispatch_services_wanted()) return;
   CudaDevice* dev = device_of_context(cb->context);
@@ -394,12 +406,7 @@ void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel: {
       auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
       l.api = LaunchApi::kKernel;
-      l.f = p->f;
-      l.grid[0] = p->gridDimX; l.grid[1] = p->gridDimY; l.grid[2] = p->gridDimZ;
-      l.block[0] = p->blockDimX; l.block[1] = p->blockDimY; l.block[2] = p->blockDimZ;
-      l.shared_bytes = p->sharedMemBytes;
-      l.stream = p->hStream;
-      l.params = p->kernelParams;
+      take_launch_params(l, *p);
       l.extra = p->extra;
       break;
     }
@@ -409,12 +416,7 @@ void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel: {
       auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
       l.api = LaunchApi::kCooperative;
-      l.f = p->f;
-      l.grid[0] = p->gridDimX; l.grid[1] = p->gridDimY; l.grid[2] = p->gridDimZ;
-      l.block[0] = p->blockDimX; l.block[1] = p->blockDimY; l.block[2] = p->blockDimZ;
-      l.shared_bytes = p->sharedMemBytes;
-      l.stream = p->hStream;
-      l.params = p->kernelParams;
+      take_launch_params(l, *p);
       l.info_.flags |= KREPLAY_DISPATCH_FLAG_COOPERATIVE;
       break;
     }
