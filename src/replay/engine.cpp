@@ -140,9 +140,6 @@ DispatchState* Engine::enter(device::Launch& launch) {
   info.static_shared_memory_bytes = li.static_shared_bytes;
   info.registers_per_thread = li.registers;
   info.flags = li.flags;
-  if (is_collective_kernel(li.kernel_name) || is_collective_kernel(li.mangled_name)) {
-    info.flags |= KREPLAY_DISPATCH_FLAG_COLLECTIVE;
-  }
   st->correlation.internal = next_correlation_id_.fetch_add(1, std::memory_order_relaxed);
   st->thread_id = thread_id();
   st->slot = slot(li.agent.handle);

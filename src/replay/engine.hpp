@@ -227,7 +227,8 @@ std::vector<DeviceSlot*>& thread_windows();
 }  // namespace detail
 
 /// A collective communication kernel (NCCL/RCCL), by name: replaying it alone would wait for
-/// peers that do not replay.
+/// peers that do not replay. Decided once per kernel, when it is registered
+/// (KernelEntry::dispatch_flags), not per launch.
 bool is_collective_kernel(const char* name);
 
 class Engine {

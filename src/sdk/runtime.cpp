@@ -378,6 +378,10 @@ uint64_t Runtime::register_kernel(uint64_t agent, uint64_t code_object, const st
     k.code_object = code_object;
     k.mangled = mangled;
     k.demangled = demangle(mangled);
+    if (replay::is_collective_kernel(k.mangled.c_str()) ||
+        replay::is_collective_kernel(k.demangled.c_str())) {
+      k.dispatch_flags |= KREPLAY_DISPATCH_FLAG_COLLECTIVE;
+    }
     kernel_index_.emplace(std::move(key), k.id);
     entry = &k;
   }

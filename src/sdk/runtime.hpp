@@ -29,6 +29,9 @@ struct KernelEntry {
   uint64_t code_object = 0;
   std::string mangled;
   std::string demangled;
+  /// KREPLAY_DISPATCH_FLAG_* every launch of the kernel carries, known from the kernel alone
+  /// (COLLECTIVE for an NCCL/RCCL kernel); the backends add them to each launch's flags.
+  uint32_t dispatch_flags = 0;
 };
 
 struct AgentEntry {

@@ -479,6 +479,7 @@ void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     li.kernel_id = fi->kernel_id;
     li.kernel_name = fi->entry->demangled.c_str();
     li.mangled_name = fi->entry->mangled.c_str();
+    li.flags |= fi->entry->dispatch_flags;
     li.registers = fi->registers;
     li.static_shared_bytes = fi->static_shared;
     pack_args(l, *fi);

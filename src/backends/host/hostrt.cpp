@@ -444,7 +444,7 @@ Status launch_impl(Kernel kernel, Dim3 grid, Dim3 block, Stream stream, const st
   li.mangled_name = rec->entry->mangled.c_str();
   li.grid = {grid.x, grid.y, grid.z};
   li.block = {block.x, block.y, block.z};
-  li.flags = flags;
+  li.flags = flags | rec->entry->dispatch_flags;
   li.arg_bytes = std::span<const std::byte>(launch.args.data(), launch.args.size());
 
   auto& engine = sdk::Runtime::get().engine();
