@@ -100,20 +100,20 @@ for section in "${SECTIONS[@]}"; do
     # Launch-bound (tiny kernels) and GPU-bound (50 and 100 us kernels); each process timed from its start
     # (t0) to its end (t1), so bench/cuda/overhead.py can split the wall into before main, the
     # launch loop, and after it.
+    timed_overhead() {  # timed_overhead KIND US ROUND [env ...]: one run, noted with t0 and t1
+      local name="overhead_$1_$2_$3" us=$2 t0
+      shift 3
+      t0=$(date +%s%N)
+      step "$name" 60 env "$@" "$D/bin/launch_overhead" 10000 "$us"
+      note "$name t0=$t0 t1=$(date +%s%N) $(grep launch_overhead "$W/$name.log")"
+    }
     for us in 0 50 100; do
       for i in 1 2 3 4 5; do
-        t0=$(date +%s%N)
-        step "overhead_plain_${us}_$i" 60 "$D/bin/launch_overhead" 10000 "$us"
-        note "overhead_plain_${us}_$i t0=$t0 t1=$(date +%s%N) $(grep launch_overhead "$W/overhead_plain_${us}_$i.log")"
-        t0=$(date +%s%N)
-        step "overhead_kreplay_${us}_$i" 60 env CUDA_INJECTION64_PATH="$INJ" KREPLAY_TOOL_LIBRARIES="$TOOL" \
-          KREPLAY_TEST_KERNEL_REGEX=__none__ "$D/bin/launch_overhead" 10000 "$us"
-        note "overhead_kreplay_${us}_$i t0=$t0 t1=$(date +%s%N) $(grep launch_overhead "$W/overhead_kreplay_${us}_$i.log")"
+        timed_overhead plain "$us" "$i"
+        timed_overhead kreplay "$us" "$i" CUDA_INJECTION64_PATH="$INJ" KREPLAY_TOOL_LIBRARIES="$TOOL" \
+          KREPLAY_TEST_KERNEL_REGEX=__none__
         # CUPTI's own share: an injection that only subscribes (bench/cuda/cupti_floor.c).
-        t0=$(date +%s%N)
-        step "overhead_cuptifloor_${us}_$i" 60 env CUDA_INJECTION64_PATH="$D/lib/libcupti_floor.so" \
-          "$D/bin/launch_overhead" 10000 "$us"
-        note "overhead_cuptifloor_${us}_$i t0=$t0 t1=$(date +%s%N) $(grep launch_overhead "$W/overhead_cuptifloor_${us}_$i.log")"
+        timed_overhead cuptifloor "$us" "$i" CUDA_INJECTION64_PATH="$D/lib/libcupti_floor.so"
       done
     done
     step overhead_costs 60 env CUDA_INJECTION64_PATH="$INJ" KREPLAY_TOOL_LIBRARIES="$TOOL" \

@@ -11,11 +11,11 @@
 // main (loading, injection), main, and after main (exit handlers)).
 #include <cuda_runtime.h>
 
-#include <ctime>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+
+#include "bench_common.cuh"
 
 // Each launch adds 1 to 32 counters; with spin_ns > 0 the block also waits that long on the GPU's
 // global timer first, so the application is GPU-bound instead of launch-bound.
@@ -30,20 +30,6 @@ __global__ void bump(unsigned* x, unsigned long long spin_ns) {
   atomicAdd(&x[threadIdx.x], 1u);
 }
 
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    cudaError_t e = (call);                                                            \
-    if (e != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e));          \
-      return 1;                                                                        \
-    }                                                                                  \
-  } while (0)
-
-static long long realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 int main(int argc, char** argv) {
   long long main_ns = realtime_ns();

@@ -16,28 +16,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 
-static long long realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
+#include "bench_common.cuh"
 
 template <int K>
 __global__ void update(float* x, size_t n) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i < n) x[i] = x[i] * (1.0f + 0.001f * K) + static_cast<float>(K);
 }
-
-#define CHECK(call)                                                               \
-  do {                                                                            \
-    cudaError_t e = (call);                                                       \
-    if (e != cudaSuccess) {                                                       \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e));     \
-      return 1;                                                                   \
-    }                                                                             \
-  } while (0)
 
 int main(int argc, char** argv) {
   long long start = realtime_ns();
