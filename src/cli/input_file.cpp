@@ -546,6 +546,9 @@ class JobReader {
     } else if (key == "replay_memory") {
       ASSIGN_OR_RETURN(std::string text, v.text());
       ASSIGN_OR_RETURN(s.replay_memory, parse_replay_memory_value(what, text));
+    } else if (key == "graph_profiling") {
+      ASSIGN_OR_RETURN(std::string text, v.text());
+      ASSIGN_OR_RETURN(s.graph_profiling, parse_graph_profiling_value(what, text));
     } else if (key == "kernel_replay_beta_enabled") {
       // Accepted so rocprofv3 files work unchanged; kreplay needs no acknowledgement.
       ASSIGN_OR_RETURN(bool ignored, v.boolean());

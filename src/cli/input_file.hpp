@@ -41,7 +41,7 @@ inline constexpr std::array<std::string_view, 3> kTopLevelKeys = {"$schema", "jo
                                                                   "jobs"};
 
 /// Keys accepted in a job, in the order the schema documents them.
-inline constexpr std::array<std::string_view, 24> kJobKeys = {
+inline constexpr std::array<std::string_view, 25> kJobKeys = {
     "pmc",
     "pmc_groups",
     "pmc_group_interval",
@@ -51,6 +51,7 @@ inline constexpr std::array<std::string_view, 24> kJobKeys = {
     "replay_mode",
     "range_markers",
     "replay_memory",
+    "graph_profiling",
     "kernel_replay_beta_enabled",
     "kernel_include_regex",
     "kernel_exclude_regex",

@@ -22,7 +22,7 @@ constexpr const char* kSeeHelp = "run kreplay --help for the options";
 struct Raw {
   std::vector<std::vector<std::string>> pmc;
   std::vector<std::string> metrics;
-  std::string replay_mode, range_markers, replay_memory;
+  std::string replay_mode, range_markers, replay_memory, graph_profiling;
   bool beta = false;
   std::string include, exclude, kernel_name, iteration_range, launch_skip, launch_count;
   std::string output_directory, output_file;
@@ -151,6 +151,12 @@ void add_options(CLI::App& app, Raw& r) {
                  "Memory restored between passes: all tracked memory (default) or only what the "
                  "launch's arguments point into")
       ->type_name("all|args")
+      ->group(replay);
+  app.add_option("--graph-profiling", r.graph_profiling,
+                 "CUDA graph launches: node (default) profiles every kernel node of a graph as a "
+                 "launch of its own, replayed with the graph; graph profiles each graph launch "
+                 "as one workload with one set of values (as ncu --graph-profiling)")
+      ->type_name("node|graph")
       ->group(replay);
   app.add_flag("--kernel-replay-beta-enabled", r.beta,
                "Accepted and ignored, so rocprofv3 command lines work unchanged")
@@ -331,6 +337,10 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
   if (given("--replay-memory")) {
     ASSIGN_OR_RETURN(s.replay_memory,
                      parse_replay_memory_value("--replay-memory", r.replay_memory));
+  }
+  if (given("--graph-profiling")) {
+    ASSIGN_OR_RETURN(s.graph_profiling,
+                     parse_graph_profiling_value("--graph-profiling", r.graph_profiling));
   }
   o.kernel_replay_beta_enabled = r.beta;
 

@@ -58,6 +58,7 @@ TEST(InputSchema, JobEnumsMatchParser) {
   json job = load_schema().at("definitions").at("job").at("properties");
   EXPECT_EQ(strings(job.at("replay_mode").at("enum")), list(kReplayModeNames));
   EXPECT_EQ(strings(job.at("replay_memory").at("enum")), list(kReplayMemoryNames));
+  EXPECT_EQ(strings(job.at("graph_profiling").at("enum")), list(kGraphProfilingNames));
   EXPECT_EQ(strings(job.at("output_format").at("oneOf")[0].at("items").at("enum")),
             list(kOutputFormatNames));
   EXPECT_EQ(strings(job.at("log_level").at("enum")), list(kLogLevelNames));
@@ -95,6 +96,7 @@ TEST(InputSchema, EveryDocumentedKeyParses) {
                                                      {"replay_mode", R"("kernel")"},
                                                      {"range_markers", R"("nvtx:x")"},
                                                      {"replay_memory", R"("args")"},
+                                                     {"graph_profiling", R"("graph")"},
                                                      {"kernel_replay_beta_enabled", "true"},
                                                      {"kernel_include_regex", R"("g")"},
                                                      {"kernel_exclude_regex", R"("g")"},

@@ -29,6 +29,9 @@ std::string describe_value(ReplayMode value) {
 std::string describe_value(ReplayMemory value) {
   return std::string(to_string(value));
 }
+std::string describe_value(GraphProfiling value) {
+  return std::string(to_string(value));
+}
 std::string describe_value(uint64_t value) {
   return std::to_string(value);
 }
@@ -116,6 +119,12 @@ Result<ReplayMemory> parse_replay_memory_value(std::string_view what, std::strin
   auto memory = parse_replay_memory(text);
   if (!memory) return unknown_value(what, text, names_of(kReplayMemoryNames));
   return *memory;
+}
+
+Result<GraphProfiling> parse_graph_profiling_value(std::string_view what, std::string_view text) {
+  auto mode = parse_graph_profiling(text);
+  if (!mode) return unknown_value(what, text, names_of(kGraphProfilingNames));
+  return *mode;
 }
 
 Result<std::vector<OutputFormat>> parse_output_formats(std::string_view what,

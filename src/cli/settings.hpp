@@ -23,6 +23,7 @@ struct RunSettings {
   std::optional<ReplayMode> replay_mode;
   std::optional<std::string> range_markers;
   std::optional<ReplayMemory> replay_memory;
+  std::optional<GraphProfiling> graph_profiling;
   std::optional<std::string> kernel_include_regex;
   std::optional<std::string> kernel_exclude_regex;
   std::optional<std::string> kernel_name;
@@ -46,6 +47,7 @@ struct RunSettings {
   X(replay_mode, "replay_mode", "--replay-mode")                                  \
   X(range_markers, "range_markers", "--range-markers")                            \
   X(replay_memory, "replay_memory", "--replay-memory")                            \
+  X(graph_profiling, "graph_profiling", "--graph-profiling")                      \
   X(kernel_include_regex, "kernel_include_regex", "--kernel-include-regex")       \
   X(kernel_exclude_regex, "kernel_exclude_regex", "--kernel-exclude-regex")       \
   X(kernel_name, "kernel_name", "--kernel-name")                                  \
@@ -81,6 +83,7 @@ std::string describe_value(const std::vector<std::string>& value);
 std::string describe_value(const std::vector<OutputFormat>& value);
 std::string describe_value(ReplayMode value);
 std::string describe_value(ReplayMemory value);
+std::string describe_value(GraphProfiling value);
 std::string describe_value(uint64_t value);
 std::string describe_value(bool value);
 
@@ -104,6 +107,7 @@ Status unknown_value(std::string_view what, std::string_view value,
 
 Result<ReplayMode> parse_replay_mode_value(std::string_view what, std::string_view text);
 Result<ReplayMemory> parse_replay_memory_value(std::string_view what, std::string_view text);
+Result<GraphProfiling> parse_graph_profiling_value(std::string_view what, std::string_view text);
 /// Each item one of kOutputFormatNames; duplicates dropped, order kept; at least one.
 Result<std::vector<OutputFormat>> parse_output_formats(std::string_view what,
                                                        const std::vector<std::string>& items);

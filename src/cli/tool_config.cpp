@@ -27,6 +27,8 @@ std::optional<Enum> lookup(std::string_view text, const std::array<std::string_v
 constexpr std::array<ReplayMode, 3> kReplayModes = {ReplayMode::kKernel, ReplayMode::kApplication,
                                                     ReplayMode::kRange};
 constexpr std::array<ReplayMemory, 2> kReplayMemories = {ReplayMemory::kAll, ReplayMemory::kArgs};
+constexpr std::array<GraphProfiling, 2> kGraphProfilings = {GraphProfiling::kNode,
+                                                            GraphProfiling::kGraph};
 constexpr std::array<PassKind, 2> kPassKinds = {PassKind::kCounters, PassKind::kTiming};
 constexpr std::array<OutputFormat, 4> kOutputFormats = {
     OutputFormat::kSqlite, OutputFormat::kCsv, OutputFormat::kJson, OutputFormat::kPerfetto};
@@ -117,6 +119,10 @@ std::string_view to_string(ReplayMemory memory) {
   return memory == ReplayMemory::kArgs ? "args" : "all";
 }
 
+std::string_view to_string(GraphProfiling graph_profiling) {
+  return graph_profiling == GraphProfiling::kGraph ? "graph" : "node";
+}
+
 std::string_view to_string(PassKind kind) {
   return kind == PassKind::kTiming ? "timing" : "counters";
 }
@@ -140,6 +146,9 @@ std::optional<ReplayMode> parse_replay_mode(std::string_view text) {
 }
 std::optional<ReplayMemory> parse_replay_memory(std::string_view text) {
   return lookup(text, kReplayMemoryNames, kReplayMemories);
+}
+std::optional<GraphProfiling> parse_graph_profiling(std::string_view text) {
+  return lookup(text, kGraphProfilingNames, kGraphProfilings);
 }
 std::optional<PassKind> parse_pass_kind(std::string_view text) {
   return lookup(text, kPassKindNames, kPassKinds);
@@ -165,6 +174,7 @@ void to_json(json& j, const ToolConfig& c) {
            {"filters", filters_to_json(c.filters)},
            {"output", output_to_json(c.output)},
            {"replay_memory", std::string(to_string(c.replay_memory))},
+           {"graph_profiling", std::string(to_string(c.graph_profiling))},
            {"log_level", c.log_level},
            {"app_pass", c.app_pass},
            {"app_pass_count", c.app_pass_count},
@@ -205,6 +215,7 @@ void from_json(const json& j, ToolConfig& c) {
   out.filters = filters_from_json(j.at("filters"));
   out.output = output_from_json(j.at("output"));
   out.replay_memory = enum_at<ReplayMemory>(j, "replay_memory", &parse_replay_memory);
+  out.graph_profiling = enum_at<GraphProfiling>(j, "graph_profiling", &parse_graph_profiling);
   j.at("log_level").get_to(out.log_level);
   j.at("app_pass").get_to(out.app_pass);
   j.at("app_pass_count").get_to(out.app_pass_count);

@@ -46,6 +46,12 @@ enum class ReplayMemory {
   kArgs,  ///< only regions the launch's argument bytes point into
 };
 
+/// How a graph launch is profiled (ncu's --graph-profiling).
+enum class GraphProfiling {
+  kNode,   ///< every kernel node of a graph launch is a dispatch of its own (default)
+  kGraph,  ///< the whole graph launch is one workload with one set of values
+};
+
 /// The service one replay pass runs.
 enum class PassKind {
   kCounters,  ///< a hardware-counter group (PassSpec::group indexes ToolConfig::pmc_groups)
@@ -60,6 +66,7 @@ enum class OutputFormat { kSqlite, kCsv, kJson, kPerfetto };
 inline constexpr std::array<std::string_view, 3> kReplayModeNames = {"kernel", "application",
                                                                      "range"};
 inline constexpr std::array<std::string_view, 2> kReplayMemoryNames = {"all", "args"};
+inline constexpr std::array<std::string_view, 2> kGraphProfilingNames = {"node", "graph"};
 inline constexpr std::array<std::string_view, 4> kOutputFormatNames = {"sqlite", "csv", "json",
                                                                        "perfetto"};
 inline constexpr std::array<std::string_view, 2> kPassKindNames = {"counters", "timing"};
@@ -69,10 +76,12 @@ inline constexpr std::array<std::string_view, 6> kLogLevelNames = {"quiet", "err
 
 std::string_view to_string(ReplayMode mode);
 std::string_view to_string(ReplayMemory memory);
+std::string_view to_string(GraphProfiling graph_profiling);
 std::string_view to_string(PassKind kind);
 std::string_view to_string(OutputFormat format);
 std::optional<ReplayMode> parse_replay_mode(std::string_view text);
 std::optional<ReplayMemory> parse_replay_memory(std::string_view text);
+std::optional<GraphProfiling> parse_graph_profiling(std::string_view text);
 std::optional<PassKind> parse_pass_kind(std::string_view text);
 std::optional<OutputFormat> parse_output_format(std::string_view text);
 
@@ -147,6 +156,7 @@ struct ToolConfig {
   FilterOptions filters;
   OutputOptions output;
   ReplayMemory replay_memory = ReplayMemory::kAll;
+  GraphProfiling graph_profiling = GraphProfiling::kNode;
   /// One of kLogLevelNames or 0-4; "" when the user gave none, so the tool keeps
   /// KREPLAY_LOG_LEVEL from the environment (or its default).
   std::string log_level;

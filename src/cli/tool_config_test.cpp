@@ -94,6 +94,9 @@ TEST(ToolConfig, AdlHooksWork) {
 TEST(ToolConfig, EnumNamesRoundTrip) {
   for (auto name : kReplayModeNames) EXPECT_EQ(to_string(*parse_replay_mode(name)), name);
   for (auto name : kReplayMemoryNames) EXPECT_EQ(to_string(*parse_replay_memory(name)), name);
+  for (auto name : kGraphProfilingNames) {
+    EXPECT_EQ(to_string(*parse_graph_profiling(name)), name);
+  }
   for (auto name : kOutputFormatNames) EXPECT_EQ(to_string(*parse_output_format(name)), name);
   for (auto name : kPassKindNames) EXPECT_EQ(to_string(*parse_pass_kind(name)), name);
   EXPECT_FALSE(parse_replay_mode("Kernel").has_value());
