@@ -8,6 +8,7 @@
 // passes (local context control); records stream to the output writers. At exit the tool prints
 // one tally line and where the outputs are.
 #include <fmt/format.h>
+#include <execinfo.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -231,7 +232,23 @@ void trace_cb(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void*
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGFPE, SIGABRT};
 struct sigaction g_previous[sizeof(kSignals) / sizeof(kSignals[0])];
 
+bool is_crash(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGABRT; }
+
 void on_signal(int sig) {
+  if (is_crash(sig)) {
+    // A crash: where it happened (library + offset per frame), so a report can be symbolized
+    // with addr2line against the same build. backtrace() was warmed up at install time, so it
+    // does not load libgcc here.
+    static const char kHead[] = "==KREPLAY== the application crashed; backtrace:\n";
+    static const char kFrame[] = "==KREPLAY==   ";
+    (void)!write(STDERR_FILENO, kHead, sizeof(kHead) - 1);
+    void* frames[64];
+    int n = backtrace(frames, 64);
+    for (int i = 1; i < n; ++i) {  // frame 0 is this handler
+      (void)!write(STDERR_FILENO, kFrame, sizeof(kFrame) - 1);
+      backtrace_symbols_fd(&frames[i], 1, STDERR_FILENO);
+    }
+  }
   // Best effort: make what was collected readable, then die the way the signal would have.
   Profiler::get().finalize(true);
   for (size_t i = 0; i < std::size(kSignals); ++i) {
@@ -241,6 +258,8 @@ void on_signal(int sig) {
 }
 
 void install_signal_handlers() {
+  void* warm[1];
+  (void)backtrace(warm, 1);
   for (size_t i = 0; i < std::size(kSignals); ++i) {
     struct sigaction sa {};
     sa.sa_handler = &on_signal;
@@ -805,6 +824,8 @@ void Profiler::on_trace(const kreplay_callback_tracing_kernel_dispatch_data_t& p
         why = KREPLAY_DECLINE_REASON_GRAPH_LAUNCH;
       } else if (flags & KREPLAY_DISPATCH_FLAG_COLLECTIVE) {
         why = KREPLAY_DECLINE_REASON_COLLECTIVE;
+      } else if (flags & KREPLAY_DISPATCH_FLAG_DEVICE_HEAP) {
+        why = KREPLAY_DECLINE_REASON_DEVICE_HEAP;
       }
       if (why != KREPLAY_DECLINE_REASON_NONE) {
         std::lock_guard lock(mu_);

@@ -81,6 +81,12 @@ class AppDeath(e2e.KreplayTestCase):
         notes = [l for l in r.kreplay_lines if "killed by signal {}".format(sig) in l]
         self.assertEqual(len(notes), 1, str(r))
         self.assert_all_tagged(r, "cli-test-app: ")
+        # A crash (not a request to stop) prints where it happened, every frame tagged.
+        crashed = [l for l in r.kreplay_lines if "the application crashed; backtrace" in l]
+        self.assertEqual(len(crashed), 1 if sig in (signal.SIGSEGV, signal.SIGABRT) else 0, str(r))
+        if crashed:
+            self.assertTrue(any("cli-test-app" in l for l in r.kreplay_lines if l.startswith(
+                "==KREPLAY==   ")), str(r))
         self.check_outputs(r, after, 128 + sig)
 
     def test_sigterm(self):
