@@ -134,6 +134,14 @@ typedef enum kreplay_decline_reason_t {
   KREPLAY_DECLINE_REASON_NOTHING_SELECTED,    ///< range: no launch of the range was selected
   KREPLAY_DECLINE_REASON_COLLECTIVE,          ///< a collective communication kernel (NCCL/RCCL):
                                               ///< its peers would not take part in extra passes
+  KREPLAY_DECLINE_REASON_DEVICE_HEAP,         ///< the kernel's module uses the device-side heap
+                                              ///< (malloc/free/new/delete in device code), which
+                                              ///< cannot be saved and restored
+  KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE,     ///< a graph with a host-function node: its host
+                                              ///< code would run once per pass
+  KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH, ///< a graph made for launches from the device
+  KREPLAY_DECLINE_REASON_GRAPH_MEMORY,        ///< a graph whose memory nodes free memory it did
+                                              ///< not allocate: running it again would free twice
   KREPLAY_DECLINE_REASON_LAST,
 } kreplay_decline_reason_t;
 
@@ -255,6 +263,10 @@ typedef struct kreplay_kernel_dispatch_info_t {
 #define KREPLAY_DISPATCH_FLAG_GRAPH 0x2u        ///< launched by a graph
 #define KREPLAY_DISPATCH_FLAG_CAPTURED 0x4u     ///< issued into a stream under capture
 #define KREPLAY_DISPATCH_FLAG_COLLECTIVE 0x8u   ///< a collective communication kernel (NCCL/RCCL)
+#define KREPLAY_DISPATCH_FLAG_DEVICE_HEAP 0x10u ///< the kernel's module uses the device-side heap
+/** The dispatch stands for a whole graph launch (--graph-profiling graph, or a graph whose kernel
+ *  nodes cannot be counted one by one); its kernel_name describes the graph. */
+#define KREPLAY_DISPATCH_FLAG_GRAPH_WHOLE 0x20u
 
 KREPLAY_EXTERN_C_END
 

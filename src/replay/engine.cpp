@@ -53,6 +53,10 @@ const char* reason_text(kreplay_decline_reason_t r) {
     case KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED: return "snapshot copy failed";
     case KREPLAY_DECLINE_REASON_LAUNCH_FAILED: return "launch failed";
     case KREPLAY_DECLINE_REASON_PASS_TIMEOUT: return "a pass did not complete in time";
+    case KREPLAY_DECLINE_REASON_DEVICE_HEAP: return "the kernel's module uses the device heap";
+    case KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE: return "graph with a host-function node";
+    case KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH: return "graph made for device launches";
+    case KREPLAY_DECLINE_REASON_GRAPH_MEMORY: return "graph frees memory it did not allocate";
     default: return "unknown";
   }
 }
@@ -188,6 +192,13 @@ DispatchState* Engine::enter(device::Launch& launch) {
   } else if (info.flags & KREPLAY_DISPATCH_FLAG_GRAPH) {
     KR_WARN_ONCE("graph", "kernels launched by graphs are not replayed; they run once");
     decline(*st, KREPLAY_DECLINE_REASON_GRAPH_LAUNCH);
+  } else if (info.flags & KREPLAY_DISPATCH_FLAG_DEVICE_HEAP) {
+    KR_WARN_ONCE("device-heap",
+                 "kernels whose code uses the device-side heap (malloc, free, new or delete in "
+                 "device code; first: {}) are not replayed: kreplay cannot save and restore the "
+                 "heap, and a second pass would allocate or free its objects again; they run once",
+                 info.kernel_name ? info.kernel_name : "?");
+    decline(*st, KREPLAY_DECLINE_REASON_DEVICE_HEAP);
   } else if (info.flags & KREPLAY_DISPATCH_FLAG_COLLECTIVE) {
     KR_WARN_ONCE("collective",
                  "collective communication kernels ({}) are not replayed: the other ranks would "

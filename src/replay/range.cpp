@@ -134,7 +134,7 @@ void Engine::range_enter(DispatchState& st) {
       why = KREPLAY_RANGE_CLOSE_LAUNCH_LIMIT;
     } else if (st.info.flags & (KREPLAY_DISPATCH_FLAG_GRAPH | KREPLAY_DISPATCH_FLAG_CAPTURED)) {
       why = KREPLAY_RANGE_CLOSE_GRAPH;
-    } else if (st.info.flags & KREPLAY_DISPATCH_FLAG_COLLECTIVE) {
+    } else if (st.info.flags & (KREPLAY_DISPATCH_FLAG_COLLECTIVE | KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) {
       why = KREPLAY_RANGE_CLOSE_OTHER;
     } else if (!st.launch->recordable()) {
       why = KREPLAY_RANGE_CLOSE_OTHER;
@@ -143,7 +143,8 @@ void Engine::range_enter(DispatchState& st) {
   }
   const bool can_join = (st.info.flags & (KREPLAY_DISPATCH_FLAG_GRAPH |
                                           KREPLAY_DISPATCH_FLAG_CAPTURED |
-                                          KREPLAY_DISPATCH_FLAG_COLLECTIVE)) == 0 &&
+                                          KREPLAY_DISPATCH_FLAG_COLLECTIVE |
+                                          KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) == 0 &&
                         st.launch->recordable() && range_markers_allow();
   if (!slot.range && can_join) open_range(slot, st);
   if (slot.range && can_join) {

@@ -164,6 +164,10 @@ const char* kreplay_get_decline_reason_name(kreplay_decline_reason_t reason) {
     case KREPLAY_DECLINE_REASON_LAUNCH_FAILED: return "launch_failed";
     case KREPLAY_DECLINE_REASON_PASS_TIMEOUT: return "pass_timeout";
     case KREPLAY_DECLINE_REASON_NOTHING_SELECTED: return "nothing_selected";
+    case KREPLAY_DECLINE_REASON_DEVICE_HEAP: return "device_heap";
+    case KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE: return "graph_host_node";
+    case KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH: return "graph_device_launch";
+    case KREPLAY_DECLINE_REASON_GRAPH_MEMORY: return "graph_memory";
     default: return nullptr;
   }
 }

@@ -366,7 +366,8 @@ void Runtime::unregister_code_object(uint64_t agent, uint64_t code_object) {
          KREPLAY_CALLBACK_PHASE_EXIT, &p);
 }
 
-uint64_t Runtime::register_kernel(uint64_t agent, uint64_t code_object, const std::string& mangled) {
+uint64_t Runtime::register_kernel(uint64_t agent, uint64_t code_object, const std::string& mangled,
+                                  uint32_t dispatch_flags) {
   std::string key = fmt::format("{}:{}", code_object, mangled);
   const KernelEntry* entry = nullptr;
   {
@@ -378,6 +379,7 @@ uint64_t Runtime::register_kernel(uint64_t agent, uint64_t code_object, const st
     k.code_object = code_object;
     k.mangled = mangled;
     k.demangled = demangle(mangled);
+    k.dispatch_flags = dispatch_flags;
     if (replay::is_collective_kernel(k.mangled.c_str()) ||
         replay::is_collective_kernel(k.demangled.c_str())) {
       k.dispatch_flags |= KREPLAY_DISPATCH_FLAG_COLLECTIVE;

@@ -30,7 +30,8 @@ struct KernelEntry {
   std::string mangled;
   std::string demangled;
   /// KREPLAY_DISPATCH_FLAG_* every launch of the kernel carries, known from the kernel alone
-  /// (COLLECTIVE for an NCCL/RCCL kernel); the backends add them to each launch's flags.
+  /// (COLLECTIVE for an NCCL/RCCL kernel, DEVICE_HEAP for a kernel whose module uses the device
+  /// heap); the backends add them to each launch's flags.
   uint32_t dispatch_flags = 0;
 };
 
@@ -57,7 +58,9 @@ class Runtime {
   uint64_t register_code_object(uint64_t agent, const std::string& module_name);
   void unregister_code_object(uint64_t agent, uint64_t code_object);
   /// Register a kernel symbol; returns its kernel id. Same (code object, name) → same id.
-  uint64_t register_kernel(uint64_t agent, uint64_t code_object, const std::string& mangled);
+  /// @p dispatch_flags: KREPLAY_DISPATCH_FLAG_* the backend knows of the kernel (DEVICE_HEAP).
+  uint64_t register_kernel(uint64_t agent, uint64_t code_object, const std::string& mangled,
+                           uint32_t dispatch_flags = 0);
   const KernelEntry* kernel(uint64_t kernel_id) const;
 
   /// Memory the application (or a module) made; tracked for snapshots. Returns the region id.

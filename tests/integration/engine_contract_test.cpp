@@ -589,6 +589,29 @@ TEST_F(Contract, DeclineReentrantLaunchFromAToolCallback) {
   EXPECT_EQ(*module().launch_counter, 2u);
 }
 
+// A kernel whose module uses the device-side heap (device malloc/free/new/delete) could allocate
+// or free its objects again on a second pass, and the heap cannot be restored: it is declined with
+// its own reason and runs once; kernels of other modules are still replayed.
+TEST_F(Contract, DeclineDeviceHeapKernel) {
+  tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+  float* x = make_buffer(64);
+  ASSERT_TRUE(
+      hostrt::launch_args(module().heap_update, {1}, {64}, hostrt::default_stream(), x, 64u).ok());
+  sync();
+  const auto* exit = tool().config_exit(tool().last_dispatch_id());
+  ASSERT_NE(exit, nullptr);
+  EXPECT_EQ(exit->outcome.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+  EXPECT_EQ(exit->outcome.reason, KREPLAY_DECLINE_REASON_DEVICE_HEAP);
+  EXPECT_STREQ(kreplay_get_decline_reason_name(KREPLAY_DECLINE_REASON_DEVICE_HEAP), "device_heap");
+  EXPECT_EQ(x[0], updated(0.25f, 1));  // ran exactly once
+  EXPECT_EQ(*module().launch_counter, 1u);
+  ASSERT_TRUE(launch_update(x, 64).ok());
+  sync();
+  EXPECT_EQ(tool().config_exit(tool().last_dispatch_id())->outcome.outcome,
+            KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(x[0], updated(0.25f, 2));
+}
+
 TEST_F(Contract, DeclineStreamCaptureAndGraphLaunch) {
   tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
   float* x = make_buffer(64);

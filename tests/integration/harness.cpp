@@ -315,6 +315,11 @@ TestModule& module() {
     t.collective = *hostrt::get_kernel(t.module, "_Z36ncclDevKernel_AllReduce_Sum_f32_RINGPfj");
     t.launch_counter = static_cast<uint32_t*>(*hostrt::get_global(t.module, "launch_counter"));
     t.exec_counter = static_cast<uint32_t*>(*hostrt::get_global(t.module, "exec_counter"));
+    hostrt::ModuleDesc heap;
+    heap.name = "heap_module";
+    heap.kernels = {{"_Z11heap_updatePfj", k_update, {8, 4}}};
+    heap.uses_device_heap = true;
+    t.heap_update = *hostrt::get_kernel(*hostrt::load_module(heap), "_Z11heap_updatePfj");
     g_launch_counter = t.launch_counter;
     g_exec_counter = t.exec_counter;
     return t;

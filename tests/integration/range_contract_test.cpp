@@ -174,7 +174,7 @@ void k_accumulate(hr::ThreadContext& t) {
 }
 
 struct Fixture {
-  hr::Kernel update = 0, accumulate = 0, collective = 0;
+  hr::Kernel update = 0, accumulate = 0, collective = 0, heap_update = 0;
 };
 
 Fixture& fx() {
@@ -195,6 +195,9 @@ Fixture& fx() {
     f.accumulate = *hr::get_kernel(*m, "_Z10accumulatePfPKfj");
     f.collective = *hr::get_kernel(*m, "_Z36ncclDevKernel_AllReduce_Sum_f32_RINGPfj");
     g_counter = static_cast<uint32_t*>(*hr::get_global(*m, "counter"));
+    hr::ModuleDesc heap{"range_heap_module", {{"_Z11heap_updatePfj", k_update, {8, 4}}}, {}};
+    heap.uses_device_heap = true;
+    f.heap_update = *hr::get_kernel(*hr::load_module(heap), "_Z11heap_updatePfj");
     return f;
   }();
   return f;
@@ -382,6 +385,22 @@ TEST_F(Range, ACollectiveKernelClosesTheRangeAndRunsOnce) {
   EXPECT_EQ(exits[0].outcome.launches, 2u);
   EXPECT_EQ(exits[0].outcome.passes_executed, 3u);
   EXPECT_EQ(exits[1].outcome.launches, 1u);  // the launch after the collective one
+}
+
+// A kernel whose module uses the device heap closes the open range and runs once, outside any
+// range, like a collective one.
+TEST_F(Range, ADeviceHeapKernelClosesTheRangeAndRunsOnce) {
+  float* x = buffer(256, 0.5f);
+  update(x, 256);
+  ASSERT_TRUE(hr::launch_args(fx().heap_update, {4}, {64}, stream_, x, 256u).ok());
+  update(x, 256);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_EQ(x[3], expect(0.5f + 0.003f, 3));  // every launch ran once
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER);
+  EXPECT_EQ(exits[0].outcome.launches, 1u);
+  EXPECT_EQ(exits[1].outcome.launches, 1u);
 }
 
 TEST_F(Range, LaunchLimitSplitsRanges) {

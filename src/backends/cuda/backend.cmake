@@ -18,15 +18,19 @@ endif()
 install(TARGETS kreplay_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 # Host-side unit tests of the backend's pure parts (run in CI without a GPU).
-add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/symbols_kernels.cubin
-  COMMAND ${CMAKE_CUDA_COMPILER} -cubin -arch=sm_90 -o ${CMAKE_CURRENT_BINARY_DIR}/symbols_kernels.cubin
-          ${CMAKE_CURRENT_SOURCE_DIR}/testdata/symbols_kernels.cu
-  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/testdata/symbols_kernels.cu)
-add_custom_target(kreplay_test_cubin DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/symbols_kernels.cubin)
+foreach(cubin symbols_kernels heap_kernels)
+  add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${cubin}.cubin
+    COMMAND ${CMAKE_CUDA_COMPILER} -cubin -arch=sm_90 -o ${CMAKE_CURRENT_BINARY_DIR}/${cubin}.cubin
+            ${CMAKE_CURRENT_SOURCE_DIR}/testdata/${cubin}.cu
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/testdata/${cubin}.cu)
+endforeach()
+add_custom_target(kreplay_test_cubin DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/symbols_kernels.cubin
+                                             ${CMAKE_CURRENT_BINARY_DIR}/heap_kernels.cubin)
 kreplay_add_unit_test(cuda_module_symbols_test SOURCES module_symbols_test.cpp LIBS kreplay_cuda_symbols)
 if(TARGET cuda_module_symbols_test)
   add_dependencies(cuda_module_symbols_test kreplay_test_cubin)
   target_compile_definitions(cuda_module_symbols_test PRIVATE
-    KREPLAY_TEST_CUBIN="${CMAKE_CURRENT_BINARY_DIR}/symbols_kernels.cubin")
+    KREPLAY_TEST_CUBIN="${CMAKE_CURRENT_BINARY_DIR}/symbols_kernels.cubin"
+    KREPLAY_TEST_HEAP_CUBIN="${CMAKE_CURRENT_BINARY_DIR}/heap_kernels.cubin")
 endif()
 kreplay_add_unit_test(cuda_vmm_tracker_test SOURCES vmm_tracker_test.cpp LIBS kreplay_cuda_symbols)

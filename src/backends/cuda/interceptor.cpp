@@ -214,8 +214,12 @@ void on_module_loaded(CUcontext ctx, const CUpti_ModuleResourceData* m) {
   }
   auto& rt = sdk::Runtime::get();
   mod.code_object = rt.register_code_object(dev->agent, fmt::format("cuda-module-{}", m->moduleId));
+  if (mod.symbols.uses_device_heap) {
+    KR_DEBUG("module {} uses the device heap: its kernels are not replayed", m->moduleId);
+  }
+  const uint32_t flags = mod.symbols.uses_device_heap ? KREPLAY_DISPATCH_FLAG_DEVICE_HEAP : 0u;
   for (const auto& k : mod.symbols.kernels) {
-    uint64_t id = rt.register_kernel(dev->agent, mod.code_object, k);
+    uint64_t id = rt.register_kernel(dev->agent, mod.code_object, k, flags);
     std::unique_lock lock(state().mu);
     state().kernel_ids.emplace(k, id);
   }

@@ -45,6 +45,11 @@ Result<ModuleSymbols> read_module_symbols(std::span<const std::byte> cubin) {
       GElf_Sym sym;
       if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) continue;
       const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+      if (name != nullptr && sym.st_shndx == SHN_UNDEF && GELF_ST_TYPE(sym.st_info) == STT_FUNC &&
+          (std::strcmp(name, "malloc") == 0 || std::strcmp(name, "free") == 0)) {
+        out.uses_device_heap = true;
+        continue;
+      }
       if (name == nullptr || name[0] == 0 || sym.st_shndx == SHN_UNDEF ||
           sym.st_shndx >= SHN_LORESERVE)
         continue;

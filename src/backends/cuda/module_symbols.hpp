@@ -20,6 +20,9 @@ struct ModuleSymbols {
   };
   std::vector<std::string> kernels;  ///< mangled names
   std::vector<Variable> variables;
+  /// The module calls the device-side heap (undefined symbols malloc or free: device malloc,
+  /// free, new and delete compile to calls of them).
+  bool uses_device_heap = false;
 };
 
 /// Parse a cubin. Errors when the bytes are not an ELF image (e.g. PTX or a compressed fatbin).

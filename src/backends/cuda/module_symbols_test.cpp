@@ -27,7 +27,9 @@ TEST(ModuleSymbols, FindsKernelsAndWritableVariables) {
   ASSERT_TRUE(syms.ok()) << syms.status().message();
   EXPECT_EQ(syms->kernels, (std::vector<std::string>{"_Z16templated_kernelIdEvPT_i",
                                                       "_Z16templated_kernelIfEvPT_i",
-                                                      "plain_kernel"}));
+                                                      "plain_kernel", "printf_kernel"}));
+  // printf is not the device heap.
+  EXPECT_FALSE(syms->uses_device_heap);
   auto find = [&](const std::string& n) {
     return std::find_if(syms->variables.begin(), syms->variables.end(),
                         [&](const auto& v) { return v.name == n; });
@@ -41,6 +43,16 @@ TEST(ModuleSymbols, FindsKernelsAndWritableVariables) {
   EXPECT_TRUE(find("managed_value")->managed);
   // __constant__ memory is read-only to kernels: not a variable to restore.
   EXPECT_EQ(find("coefficients"), syms->variables.end());
+}
+
+TEST(ModuleSymbols, DeviceMallocFreeNewAndDeleteMarkTheHeap) {
+  auto cubin = read_file(KREPLAY_TEST_HEAP_CUBIN);
+  ASSERT_FALSE(cubin.empty());
+  auto syms = read_module_symbols(cubin);
+  ASSERT_TRUE(syms.ok()) << syms.status().message();
+  EXPECT_TRUE(syms->uses_device_heap);
+  // The heap's functions are not kernels of the module.
+  EXPECT_EQ(syms->kernels, (std::vector<std::string>{"drop_shape", "make_shape", "scratch"}));
 }
 
 TEST(ModuleSymbols, RejectsNonElfImages) {

@@ -345,7 +345,9 @@ Result<Module> load_module(const ModuleDesc& desc, int device) {
       rec->offsets.push_back(rec->arg_bytes);
       rec->arg_bytes += size;
     }
-    rec->sdk_kernel_id = sdk.register_kernel(dev->agent, mod->code_object, k.mangled_name);
+    rec->sdk_kernel_id =
+        sdk.register_kernel(dev->agent, mod->code_object, k.mangled_name,
+                            desc.uses_device_heap ? KREPLAY_DISPATCH_FLAG_DEVICE_HEAP : 0u);
     rec->entry = sdk.kernel(rec->sdk_kernel_id);
     rt().kernels_.push_back(std::move(rec));
     mod->kernels.push_back(rt().kernels_.size());

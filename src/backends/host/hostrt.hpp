@@ -93,6 +93,9 @@ struct ModuleDesc {
   std::string name;
   std::vector<KernelDesc> kernels;
   std::vector<GlobalDesc> globals;
+  /// The module's code uses a device-side heap (as CUDA device malloc/free/new/delete): its
+  /// kernels carry KREPLAY_DISPATCH_FLAG_DEVICE_HEAP and are not replayed.
+  bool uses_device_heap = false;
 };
 
 Result<Module> load_module(const ModuleDesc& desc, int device = 0);

@@ -20,6 +20,7 @@
  * At finalize it prints to stderr (run_gpu_suite.sh parses the first line):
  *   KREPLAY_TEST_TOOL replayed=R declined=D not_requested=X passes=P errors=E
  *   KREPLAY_TEST_TOOL_DECLINES <reason>=<count> ...
+ *   KREPLAY_TEST_TOOL_COSTS snapshot_ms=.. restore_ms=.. snapshot_bytes=.. restore_bytes=..
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -48,6 +49,11 @@ static atomic_ullong g_errors;
 static atomic_ullong g_config_enters;
 static atomic_ullong g_config_exits;
 static atomic_ullong g_declined_by_reason[KREPLAY_DECLINE_REASON_LAST + 1];
+/* Where replay time went (replayed dispatches): snapshot and restore times and bytes. */
+static atomic_ullong g_snapshot_ns;
+static atomic_ullong g_restore_ns;
+static atomic_ullong g_snapshot_bytes;
+static atomic_ullong g_restore_bytes;
 static atomic_int g_initialized;
 static atomic_int g_finalized;
 
@@ -94,6 +100,10 @@ static const char* decline_reason_name(kreplay_decline_reason_t r) {
     case KREPLAY_DECLINE_REASON_PASS_TIMEOUT: return "PASS_TIMEOUT";
     case KREPLAY_DECLINE_REASON_COLLECTIVE: return "COLLECTIVE";
     case KREPLAY_DECLINE_REASON_NOTHING_SELECTED: return "NOTHING_SELECTED";
+    case KREPLAY_DECLINE_REASON_DEVICE_HEAP: return "DEVICE_HEAP";
+    case KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE: return "GRAPH_HOST_NODE";
+    case KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH: return "GRAPH_DEVICE_LAUNCH";
+    case KREPLAY_DECLINE_REASON_GRAPH_MEMORY: return "GRAPH_MEMORY";
     case KREPLAY_DECLINE_REASON_LAST: break;
   }
   return "UNKNOWN";
@@ -237,6 +247,10 @@ static void on_config_exit(kreplay_callback_tracing_kernel_replay_data_t* p,
     case KREPLAY_REPLAY_OUTCOME_REPLAYED:
       atomic_fetch_add(&g_replayed, 1);
       atomic_fetch_add(&g_passes_executed, o->passes_executed);
+      atomic_fetch_add(&g_snapshot_ns, o->snapshot_ns);
+      atomic_fetch_add(&g_restore_ns, o->restore_ns);
+      atomic_fetch_add(&g_snapshot_bytes, o->bytes_snapshotted);
+      atomic_fetch_add(&g_restore_bytes, o->bytes_restored);
       break;
     case KREPLAY_REPLAY_OUTCOME_DECLINED: {
       atomic_fetch_add(&g_declined, 1);
@@ -392,6 +406,10 @@ static void tool_fini(void* tool_data) {
     if (n) fprintf(stderr, " %s=%llu", decline_reason_name((kreplay_decline_reason_t)r), n);
   }
   fprintf(stderr, "\n");
+  fprintf(stderr, "KREPLAY_TEST_TOOL_COSTS snapshot_ms=%.1f restore_ms=%.1f snapshot_bytes=%llu "
+          "restore_bytes=%llu\n", (double)atomic_load(&g_snapshot_ns) / 1e6,
+          (double)atomic_load(&g_restore_ns) / 1e6, atomic_load(&g_snapshot_bytes),
+          atomic_load(&g_restore_bytes));
   fflush(stderr);
 }
 
