@@ -2,7 +2,8 @@
 # Everything kreplay checks and measures on a GPU machine, from a tree built elsewhere.
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch nccl overhead storage permission passcost
-# ncu range rangecli rangebench. (nccl needs two GPUs; with one its application says SKIP.)
+# ncu range rangecli rangebench, and on request graphprobe peer. (nccl needs two GPUs; with one its
+# application says SKIP.)
 # <dist-dir> holds bin/ lib/ share/ of a build (scripts/make-gpu-dist.sh). Each step has its own
 # time limit; logs go to /tmp/kreplay-gpu-work (tarred into <out-dir>/work.tgz) and a line per
 # step to <out-dir>/summary.txt.
@@ -207,6 +208,22 @@ PY
       --metrics "$TEN" "$RA" 1 3 96 64 24
     note "rb_ncu $(grep "^replay_app " "$W/rb_ncu.log")"
     python3 bench/cuda/ratios.py "$O/summary.txt" | tee -a "$O/summary.txt"
+    ;;
+  graphprobe)  # what CUPTI's range profiler reports for graph launches (bench/cuda/graph_probe.cu)
+    for g in chain fork mixed child memnodes cond_if cond_while; do
+      for m in none auto user auto10; do
+        step "graph_probe_${g}_$m" 60 "$D/bin/graph_probe" "$g" "$m"
+        grep -h "^graph_probe" "$W/graph_probe_${g}_$m.log" | tee -a "$O/summary.txt"
+      done
+    done
+    ;;
+  peer)  # NVIDIA's cuda-samples (scripts/cuda-samples.sh), modes from KREPLAY_PEER_MODES (all four)
+    # shellcheck disable=SC2086
+    step peer 590 scripts/cuda-samples.sh run "${KREPLAY_SAMPLES_BIN:-.peer/samples-build/bin}" "$D" \
+      "$W/peer" ${KREPLAY_PEER_MODES:-}
+    cp "$W/peer.log" "$O/peer.txt"
+    grep -E "^cuda-samples " "$W/peer.log" | tee -a "$O/summary.txt"
+    grep -hA40 "crashed; backtrace" "$W"/peer/logs/*.log 2>/dev/null | head -150 >"$O/backtraces.txt"
     ;;
   esac
 done

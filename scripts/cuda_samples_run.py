@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Run NVIDIA's cuda-samples natively and under kreplay; one line per sample and mode.
+
+    scripts/cuda-samples.sh run <bin-dir> <dist-dir> <out-dir> [mode ...]
+
+<bin-dir> is what `scripts/cuda-samples.sh build` made (executables, data files, test_args.json);
+<dist-dir> a kreplay dist (scripts/make-gpu-dist.sh). Modes, in order (default: all four):
+
+  native   the sample alone. A sample is *self-checking* when it exits 0 and prints a verdict
+           (PASS / passed / Result = PASS ...) and no failure line; only those run in the other
+           modes (with no native run in the same call, every sample does).
+  pass3    under the GPU suite's pass tool at 3 passes (replay only, no counters)
+  kernel   under `kreplay --metrics <10-pass set>` (kernel replay)
+  range    the same with --replay-mode range
+
+A sample passes a kreplay mode when it exits 0 with no failure line, as natively. Each line says
+how many launches were replayed and declined; a sample whose launches were all declined counts as
+"fully declined". Per mode the summary is `N passed, M failed, D fully declined`.
+
+Environment: KREPLAY_SAMPLES_TIMEOUT (s, default 120), KREPLAY_SAMPLES_FILTER (regex on the
+sample name), KREPLAY_SAMPLES_LAUNCH_COUNT (launches profiled per sample in kernel/range mode,
+default 200: kreplay's --launch-count, so that a sample with thousands of launches stays short),
+KREPLAY_SAMPLES_JOBS (native and pass3 runs at a time, default 4; counter modes run one at a
+time: the GPU has one set of counters).
+"""
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+TEN = ("gpu__time_duration.sum,sm__cycles_elapsed.max,smsp__inst_executed.sum,dram__bytes_read.sum,"
+       "dram__bytes_write.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,"
+       "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_sector_hit_rate.pct,"
+       "lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active,"
+       "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,smsp__sass_inst_executed_op_global_ld.sum,"
+       "smsp__sass_inst_executed_op_global_st.sum,l1tex__throughput.avg.pct_of_peak_sustained_active,"
+       "lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed")
+
+MODES = ["native", "pass3", "kernel", "range"]
+VERDICT = re.compile(r"(Test passed|PASSED|\bPASS\b|Passed|passed|Result = PASS|Test Summary: Passed)")
+FAILURE = re.compile(r"(\bFAILED\b|\bFAIL\b|Test failed|Result = FAIL|FAILURE|[Ee]rror[: ]|mismatch)")
+# Samples that need a display, a second GPU, special hardware or interaction: never run.
+NEVER = re.compile(r"(GL|Vulkan|EGL|NvSci|Nvmedia|D3D|MPI|MultiGPU|P2P|p2p|multiDevice|"
+                   r"streamOrderedAllocationIPC|simpleIPC|memMapIPCDrv|cudaOpenMP|"
+                   r"conjugateGradientMultiDeviceCG|topologyQuery|systemWideAtomics|"
+                   r"cuDLA|cuDLA|fluidsD3D|Mandelbrot|randomFog|volumeFiltering|"
+                   r"simpleCUFFT_MGPU|simpleCUFFT_2d_MGPU|nbody|oceanFFT|smokeParticles|"
+                   r"marchingCubes|particles|recursiveGaussian|bilateralFilter|boxFilter|"
+                   r"imageDenoising|postProcessGL|SobelFilter|bicubicTexture|FunctionPointers)$")
+TALLY = re.compile(r"==KREPLAY== (\d+) launches: (\d+) replayed \((\d+) passes\), (\d+) declined"
+                   r"(?: \(([^)]*)\))?, (\d+) not selected")
+TOOL = re.compile(r"KREPLAY_TEST_TOOL replayed=(\d+) declined=(\d+) not_requested=(\d+) "
+                  r"passes=(\d+) errors=(\d+)")
+TOOL_DECLINES = re.compile(r"KREPLAY_TEST_TOOL_DECLINES ?(.*)$", re.M)
+
+
+def samples(bin_dir, args_config):
+    out = []
+    for name in sorted(os.listdir(bin_dir)):
+        path = os.path.join(bin_dir, name)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)) or "." in name:
+            continue
+        cfg = args_config.get(name, {})
+        if cfg.get("skip") or NEVER.search(name):
+            continue
+        flt = os.environ.get("KREPLAY_SAMPLES_FILTER")
+        if flt and not re.search(flt, name):
+            continue
+        out.append((name, [str(a) for a in cfg.get("args", [])]))
+    return out
+
+
+def command(mode, name, args, bin_dir, dist, out_dir):
+    exe = os.path.join(bin_dir, name)
+    env = dict(os.environ)
+    lib = os.path.join(dist, "lib")
+    env["LD_LIBRARY_PATH"] = f"/usr/local/cuda/lib64:{lib}:" + env.get("LD_LIBRARY_PATH", "")
+    for v in ("CUDA_INJECTION64_PATH", "KREPLAY_TOOL_LIBRARIES", "KREPLAY_TEST_PASSES"):
+        env.pop(v, None)
+    if mode == "native":
+        return [exe] + args, env
+    if mode == "pass3":
+        env["CUDA_INJECTION64_PATH"] = os.path.join(lib, "libkreplay_cuda.so")
+        env["KREPLAY_TOOL_LIBRARIES"] = os.path.join(lib, "libkreplay_test_pass_tool.so")
+        env["KREPLAY_TEST_PASSES"] = "3"
+        return [exe] + args, env
+    kreplay = os.path.join(dist, "bin", "kreplay")
+    count = os.environ.get("KREPLAY_SAMPLES_LAUNCH_COUNT", "200")
+    cmd = [kreplay, "--metrics", TEN, "--launch-count", count, "-d", os.path.join(out_dir, mode, name),
+           "-o", "run"]
+    if mode == "range":
+        cmd += ["--replay-mode", "range"]
+    return cmd + ["--", exe] + args, env
+
+
+def run(mode, name, args, bin_dir, dist, out_dir, timeout):
+    cmd, env = command(mode, name, args, bin_dir, dist, out_dir)
+    log_dir = os.path.join(out_dir, "logs")
+    os.makedirs(log_dir, exist_ok=True)
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, cwd=bin_dir, env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+        rc, text = p.returncode, p.stdout.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired as e:
+        rc, text = "timeout", (e.stdout or b"").decode("utf-8", "replace")
+    secs = time.time() - t0
+    with open(os.path.join(log_dir, f"{name}.{mode}.log"), "w") as f:
+        f.write(text)
+    return rc, text, secs
+
+
+def judge(mode, rc, text):
+    """(ok, detail, replayed, declined) for one run."""
+    # kreplay's own lines never count as the sample's failure lines.
+    app_text = "\n".join(l for l in text.splitlines() if not l.startswith("==KREPLAY=="))
+    why = []
+    if rc != 0:
+        why.append(f"exit {rc}" if rc != "timeout" else "timed out")
+    fail = FAILURE.search(app_text)
+    if fail:
+        line = next((l for l in app_text.splitlines() if FAILURE.search(l)), "")
+        why.append(f"failure line: {line.strip()[:80]}")
+    if "crashed; backtrace" in text:
+        why.append("crash")
+    replayed = declined = None
+    detail = ""
+    if mode == "pass3":
+        m = TOOL.search(text)
+        if m:
+            replayed, declined, errors = int(m.group(1)), int(m.group(2)), int(m.group(5))
+            detail = f"replayed={replayed} declined={declined}"
+            d = TOOL_DECLINES.search(text)
+            if d and d.group(1).strip():
+                detail += f" ({d.group(1).strip()})"
+            if errors:
+                why.append(f"tool errors={errors}")
+        elif rc == 0:
+            detail = "no tool line (no kernel launched?)"
+    elif mode in ("kernel", "range"):
+        m = TALLY.search(text)
+        if m:
+            replayed, declined = int(m.group(2)), int(m.group(4))
+            detail = f"launches={m.group(1)} replayed={replayed} declined={declined}"
+            if m.group(5):
+                detail += f" ({m.group(5)})"
+        elif rc == 0:
+            detail = "no tally"
+    errs = [l for l in text.splitlines() if l.startswith("==KREPLAY== error") or "internal error" in l]
+    if errs:
+        detail += f" | {errs[0][:100]}"
+    return not why, "; ".join(why + ([detail] if detail else [])), replayed, declined
+
+
+def pack_list(bin_dir):
+    """The files `run` needs, relative to bin_dir (one per line)."""
+    args_path = os.path.join(bin_dir, "test_args.json")
+    args_config = json.load(open(args_path)) if os.path.exists(args_path) else {}
+    names = [n for n, _ in samples(bin_dir, args_config)]
+    files = set(names) | {"test_args.json"}
+    manifest = os.path.join(bin_dir, "data-manifest.txt")
+    wanted = set(names)
+    if os.path.exists(manifest):
+        for line in open(manifest):
+            parts = line.split()
+            if len(parts) == 2 and parts[0] in wanted:
+                files.add(parts[1])
+    for f in os.listdir(bin_dir):
+        if f.endswith((".fatbin", ".ptx", ".cubin")):
+            files.add(f)
+    return sorted(f for f in files if os.path.exists(os.path.join(bin_dir, f)))
+
+
+def main(argv):
+    if argv[:1] == ["--pack-list"] and len(argv) == 2:
+        print("\n".join(pack_list(argv[1])))
+        return 0
+    if len(argv) < 3:
+        print(__doc__)
+        return 2
+    bin_dir, dist, out_dir = (os.path.abspath(a) for a in argv[:3])
+    modes = argv[3:] or MODES
+    for m in modes:
+        if m not in MODES:
+            print(f"unknown mode '{m}' (modes: {' '.join(MODES)})")
+            return 2
+    os.makedirs(out_dir, exist_ok=True)
+    args_path = os.path.join(bin_dir, "test_args.json")
+    args_config = json.load(open(args_path)) if os.path.exists(args_path) else {}
+    todo = samples(bin_dir, args_config)
+    timeout = float(os.environ.get("KREPLAY_SAMPLES_TIMEOUT", "120"))
+    jobs = int(os.environ.get("KREPLAY_SAMPLES_JOBS", "4"))
+    summary = {}
+    results = {}
+    for mode in modes:
+        if mode != "native" and "native" in modes:
+            todo_mode = [(n, a) for n, a in todo if results.get((n, "native"), (False,))[0]]
+        else:
+            todo_mode = todo
+        par = jobs if mode in ("native", "pass3") else 1
+        passed = failed = full_decline = 0
+        with concurrent.futures.ThreadPoolExecutor(max_workers=par) as pool:
+            futs = {pool.submit(run, mode, n, a, bin_dir, dist, out_dir, timeout): n for n, a in todo_mode}
+            rows = {}
+            for f in concurrent.futures.as_completed(futs):
+                name = futs[f]
+                rc, text, secs = f.result()
+                ok, detail, replayed, declined = judge(mode, rc, text)
+                if mode == "native":
+                    # Self-checking: a verdict line and nothing that reads as a failure.
+                    app_text = "\n".join(l for l in text.splitlines())
+                    if ok and not VERDICT.search(app_text):
+                        ok, detail = False, "no verdict printed (not self-checking)"
+                        status = "SKIP"
+                    else:
+                        status = "PASS" if ok else "FAIL"
+                else:
+                    status = "PASS" if ok else "FAIL"
+                    if ok and replayed == 0 and declined:
+                        full_decline += 1
+                        status = "DECL"
+                results[(name, mode)] = (ok, detail)
+                rows[name] = f"{name:<40} {mode:<7} {status:<4} {secs:7.1f}s  {detail}"
+                print(rows[name], flush=True)
+                if status in ("PASS", "DECL"):
+                    passed += 1
+                elif status == "FAIL":
+                    failed += 1
+        summary[mode] = (passed, failed, full_decline, len(todo_mode))
+    print()
+    for mode in modes:
+        p, f, d, n = summary[mode]
+        print(f"cuda-samples {mode}: {p} passed, {f} failed, {d} fully declined (of {n} run)")
+    return 0 if all(s[1] == 0 for m, s in summary.items() if m != "native") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
