@@ -113,13 +113,16 @@ Status CudaCounterBackend::begin_pass(device::Launch& launch,
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
   auto* set = static_cast<CudaCounterSet*>(sets[0]);
+  // A graph launch is one user range: the auto range cannot profile graphs.
+  const bool graph = cl->api == LaunchApi::kGraph;
+  const auto mode = graph ? cupti::RangeMode::kUser : cupti::RangeMode::kAuto;
   if (cl->counter_set != set) {
     // A new collection for this dispatch.
-    if (rp->metrics() != set->names()) {
+    if (rp->metrics() != set->names() || rp->mode() != mode) {
       // One range: a kernel-replay pass holds exactly one launch, and the smallest counter-data
       // image is the cheapest to initialise and to close (bench/cuda/pass_cost.cu, case
       // ten_ranges1: 0.08 ms to initialise against 0.6 ms for 4 ranges, values intact).
-      RETURN_IF_ERROR(rp->configure(set->names(), cupti::RangeMode::kAuto, 1));
+      RETURN_IF_ERROR(rp->configure(set->names(), mode, 1));
     }
     RETURN_IF_ERROR(rp->begin());
     cl->counter_set = set;
@@ -130,6 +133,12 @@ Status CudaCounterBackend::begin_pass(device::Launch& launch,
     cl->counter_collection_done = false;
   }
   RETURN_IF_ERROR(rp->start());
+  if (graph) {
+    if (Status s = rp->push_range("graph"); !s.ok()) {
+      (void)rp->stop();
+      return s;
+    }
+  }
   cl->counter_started = true;
   return Status::Ok();
 }
@@ -143,6 +152,7 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_p
   cl->counter_started = false;
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
+  if (rp->mode() == cupti::RangeMode::kUser) RETURN_IF_ERROR(rp->pop_range());
   ASSIGN_OR_RETURN(cupti::PassResult pr, rp->stop());
   if (!pr.all_passes_submitted) return out;  // more hardware passes to go: no values yet
   cl->counter_collection_done = true;
@@ -159,16 +169,26 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_p
   return out;
 }
 
-Status CudaCounterBackend::begin_range_pass(device::CounterSet* set, bool first_pass) {
+Status CudaCounterBackend::begin_range_pass(device::CounterSet* set, bool first_pass,
+                                            bool whole_graph) {
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
-  if (rp->metrics() != set->names() || rp->max_ranges() < max_range_launches_) {
-    RETURN_IF_ERROR(rp->configure(set->names(), cupti::RangeMode::kAuto, max_range_launches_));
+  const auto mode = whole_graph ? cupti::RangeMode::kUser : cupti::RangeMode::kAuto;
+  const size_t ranges = whole_graph ? 1 : max_range_launches_;
+  if (rp->metrics() != set->names() || rp->mode() != mode || rp->max_ranges() < ranges) {
+    RETURN_IF_ERROR(rp->configure(set->names(), mode, ranges));
     first_pass = true;
   }
   if (first_pass) RETURN_IF_ERROR(rp->begin());
   RETURN_IF_ERROR(rp->start());
+  if (whole_graph) {
+    if (Status s = rp->push_range("graph"); !s.ok()) {
+      (void)rp->stop();
+      return s;
+    }
+  }
   range_started_ = true;
+  range_user_ = whole_graph;
   return Status::Ok();
 }
 
@@ -179,6 +199,8 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_r
   range_started_ = false;
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
+  if (range_user_) RETURN_IF_ERROR(rp->pop_range());
+  range_user_ = false;
   ASSIGN_OR_RETURN(cupti::PassResult pr, rp->stop());
   if (!pr.all_passes_submitted) return out;  // values come with the set's last pass
   ASSIGN_OR_RETURN(size_t dropped, rp->decode());

@@ -1,5 +1,8 @@
 // Hardware counters on CUDA: device::CounterBackend over CUPTI's range profiler in user replay
-// with auto ranges (one range per kernel launch).
+// with auto ranges (one range per kernel launch). A graph launch is counted as one user range
+// (push/pop around the launch): CUPTI's auto range cannot profile graph launches (on the H200
+// with CUDA 13.0 every Stop after one failed with CUPTI_ERROR_UNKNOWN, or crashed inside
+// NVPW_CUDA_Profiler_DecodeCounters; bench/cuda/graph_probe.cu).
 //
 // One counter set holds every metric a tool asks for; CUPTI says how many hardware passes it
 // needs (CounterSet::pass_count) and schedules which counters each pass collects. The tool runs
@@ -54,7 +57,7 @@ class CudaCounterBackend final : public device::CounterBackend {
   Result<std::shared_ptr<device::CounterSet>> create(const std::vector<std::string>& names) override;
   Status begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_pass(device::Launch& launch) override;
-  Status begin_range_pass(device::CounterSet* set, bool first_pass) override;
+  Status begin_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_range_pass(size_t launches) override;
 
   /// Ranges per pass the counter-data image is sized for (the engine's launch limit).
@@ -79,6 +82,7 @@ class CudaCounterBackend final : public device::CounterBackend {
   bool checked_ = false;
   size_t max_range_launches_ = 64;
   bool range_started_ = false;
+  bool range_user_ = false;  // the open range pass is one user range around a graph launch
 };
 
 }  // namespace kreplay::cuda
