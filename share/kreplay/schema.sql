@@ -1,4 +1,4 @@
--- kreplay results database (<dir>/<stem>_results.db), schema version 1.
+-- kreplay results database (<dir>/<stem>_results.db), schema version 2.
 --
 -- This file is the source of truth. It is embedded into the writer at build time and run on every
 -- new database; metadata.schema_version holds kSchemaVersion (src/output/records.hpp).
@@ -63,7 +63,8 @@ CREATE TABLE run (
   declined           INTEGER,
   not_selected       INTEGER,        -- filtered out at CONFIG
   passes             INTEGER,        -- executed passes, all dispatches
-  declined_by_reason TEXT            -- JSON object: reason -> count
+  declined_by_reason TEXT,           -- JSON object: reason -> count
+  counter_passes_lost INTEGER        -- passes whose counters could not be read
 );
 
 CREATE TABLE devices (
@@ -122,6 +123,8 @@ CREATE TABLE dispatches (
   restore_ns           INTEGER NOT NULL,  -- duration, summed over restores
   start_ns             INTEGER NOT NULL,  -- first pass start
   end_ns               INTEGER NOT NULL,  -- last pass end
+  graph_id             INTEGER NOT NULL DEFAULT 0,  -- the CUDA graph that launched it (0: none)
+  graph_node           INTEGER NOT NULL DEFAULT 0,  -- a kernel node's place in its graph's order
   PRIMARY KEY (app_pass, dispatch_id)
 );
 
@@ -134,6 +137,7 @@ CREATE TABLE passes (
   stream_id   INTEGER NOT NULL,
   start_ns    INTEGER NOT NULL,
   end_ns      INTEGER NOT NULL,
+  counter_status TEXT NOT NULL DEFAULT '',  -- '' none asked | ok | lost (CUPTI failed)
   PRIMARY KEY (app_pass, dispatch_id, replay_pass)
 ) WITHOUT ROWID;
 

@@ -159,6 +159,9 @@ Status CsvWriter::write_rows(const DispatchRecord& d, const PendingDispatch& p) 
   row.text(d.outcome).text(d.reason).num(d.passes_requested).num(d.passes_executed);
   row.num(d.bytes_snapshotted).num(d.bytes_restored).num(d.snapshot_ns).num(d.restore_ns);
   row.num(d.start_ns).num(d.end_ns).real(dispatch_duration_ns(d, p)).num(d.app_pass);
+  uint64_t lost = 0;
+  for (const auto& pass : p.passes) lost += pass.counter_status == "lost" ? 1 : 0;
+  row.num(d.graph_id).num(d.graph_node).num(lost);
   for (const auto& counter : counters_) {
     auto it = first.find(counter);
     if (it != first.end()) {
@@ -193,6 +196,7 @@ Status CsvWriter::write_rows(const DispatchRecord& d, const PendingDispatch& p) 
       t.text(d.outcome).num(d.static_shared_bytes).num(d.dynamic_shared_bytes).num(d.registers);
       t.num(d.block.x).num(d.block.y).num(d.block.z).num(d.grid.x).num(d.grid.y).num(d.grid.z);
       t.num(d.cluster.x).num(d.cluster.y).num(d.cluster.z).num(pass.app_pass);
+      t.text(pass.counter_status);
       out += t.done();
     }
     RETURN_IF_ERROR(trace_->write(out));

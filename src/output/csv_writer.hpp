@@ -59,7 +59,7 @@ class CsvWriter final : public Writer {
                                                                "End_Timestamp",
                                                                "Replay_Pass",
                                                                "App_Pass"};
-  static constexpr std::array<const char*, 32> kWideColumns = {
+  static constexpr std::array<const char*, 35> kWideColumns = {
       "Correlation_Id",
       "Dispatch_Id",
       "Agent_Id",
@@ -91,8 +91,11 @@ class CsvWriter final : public Writer {
       "Start_Timestamp",
       "End_Timestamp",
       "Duration_Ns",  // mean pass duration; End - Start when the dispatch has no pass records
-      "App_Pass"};
-  static constexpr std::array<const char*, 27> kTraceColumns = {"Kind",
+      "App_Pass",
+      "Graph_Id",          // the CUDA graph that launched it (0: none)
+      "Graph_Node",        // a kernel node's place in its graph's order
+      "Counter_Passes_Lost"};  // passes whose counters CUPTI could not deliver
+  static constexpr std::array<const char*, 28> kTraceColumns = {"Kind",
                                                                 "Agent_Id",
                                                                 "Stream_Id",
                                                                 "Process_Id",
@@ -118,7 +121,8 @@ class CsvWriter final : public Writer {
                                                                 "Cluster_Size_X",
                                                                 "Cluster_Size_Y",
                                                                 "Cluster_Size_Z",
-                                                                "App_Pass"};
+                                                                "App_Pass",
+                                                                "Counter_Status"};
 
   /// Create the files; @p trace_path "" means no kernel trace file.
   static Result<std::unique_ptr<CsvWriter>> create(const std::string& long_path,

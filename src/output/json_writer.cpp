@@ -109,6 +109,7 @@ Status JsonWriter::dispatch(const DispatchRecord& r) {
   o.field("bytes_snapshotted", r.bytes_snapshotted).field("bytes_restored", r.bytes_restored);
   o.field("snapshot_ns", r.snapshot_ns).field("restore_ns", r.restore_ns);
   o.field("start_ns", r.start_ns).field("end_ns", r.end_ns).field("app_pass", r.app_pass);
+  o.field("graph_id", r.graph_id).field("graph_node", r.graph_node);
   return add(kDispatches, o.done());
 }
 
@@ -117,6 +118,7 @@ Status JsonWriter::pass(const PassRecord& r) {
   o.field("dispatch_id", r.dispatch_id).field("replay_pass", r.replay_pass);
   o.field("agent_id", r.agent_id).field("stream_id", r.stream_id);
   o.field("start_ns", r.start_ns).field("end_ns", r.end_ns).field("app_pass", r.app_pass);
+  o.field("counter_status", r.counter_status);
   return add(kPasses, o.done());
 }
 
@@ -167,7 +169,8 @@ Status JsonWriter::finish(const RunSummary& s) {
   ojson summary = {{"end_ns", s.end_ns},     {"exit_code", s.exit_code},
                    {"launches", s.launches}, {"replayed", s.replayed},
                    {"declined", s.declined}, {"not_selected", s.not_selected},
-                   {"passes", s.passes},     {"declined_by_reason", reasons}};
+                   {"passes", s.passes},     {"declined_by_reason", reasons},
+                   {"counter_passes_lost", s.counter_passes_lost}};
   RETURN_IF_ERROR(out_->write(fmt::format(",\n\"summary\": {}\n}}\n", dump(summary))));
   RETURN_IF_ERROR(out_->close());
   for (auto& part : parts_) {

@@ -17,7 +17,7 @@
 namespace kreplay::output {
 
 /// Version of every output format's schema; bump on any incompatible change.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 struct RunInfo {
   std::string kreplay_version;             // "0.1.0"
@@ -80,6 +80,8 @@ struct DispatchRecord {
   uint64_t start_ns = 0;      // first pass start
   uint64_t end_ns = 0;        // last pass end
   uint32_t app_pass = 0;
+  uint64_t graph_id = 0;      // the CUDA graph that launched it (0: none)
+  uint64_t graph_node = 0;    // a kernel node run node by node: its place in the graph's order
 };
 
 struct PassRecord {
@@ -90,6 +92,9 @@ struct PassRecord {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
   uint32_t app_pass = 0;
+  /// Counters of this pass: "" none were asked for; "ok" collected (a multi-pass set delivers its
+  /// values with its last pass); "lost" CUPTI failed and nothing could be read.
+  std::string counter_status;
 };
 
 struct CounterRecord {
@@ -134,6 +139,7 @@ struct RunSummary {
   uint64_t not_selected = 0;  // filtered out at CONFIG
   uint64_t passes = 0;        // executed passes, all dispatches
   std::map<std::string, uint64_t> declined_by_reason;
+  uint64_t counter_passes_lost = 0;  // passes whose counters could not be read
 };
 
 }  // namespace kreplay::output

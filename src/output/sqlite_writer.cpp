@@ -336,7 +336,8 @@ struct SqliteWriter::Impl {
     ASSIGN_OR_RETURN(run_update,
                      db.prepare("UPDATE run SET end_ns = ?2, exit_code = ?3, launches = ?4, "
                                 "replayed = ?5, declined = ?6, not_selected = ?7, passes = ?8, "
-                                "declined_by_reason = ?9 WHERE app_pass = ?1"));
+                                "declined_by_reason = ?9, counter_passes_lost = ?10 "
+                                "WHERE app_pass = ?1"));
     ASSIGN_OR_RETURN(device_insert,
                      db.prepare("INSERT OR REPLACE INTO devices (app_pass, agent_id, type, "
                                 "device_index, name, chip, uuid, memory_bytes, "
@@ -353,13 +354,13 @@ struct SqliteWriter::Impl {
                    "block_y, block_z, cluster_x, cluster_y, cluster_z, dynamic_shared_bytes, "
                    "static_shared_bytes, registers, outcome, reason, passes_requested, "
                    "passes_executed, bytes_snapshotted, bytes_restored, snapshot_ns, restore_ns, "
-                   "start_ns, end_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                   "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "
-                   "?28, ?29)"));
+                   "start_ns, end_ns, graph_id, graph_node) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                   "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, "
+                   "?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)"));
     ASSIGN_OR_RETURN(pass_insert,
                      db.prepare("INSERT INTO passes (app_pass, dispatch_id, replay_pass, "
-                                "agent_id, stream_id, start_ns, end_ns) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+                                "agent_id, stream_id, start_ns, end_ns, counter_status) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
     ASSIGN_OR_RETURN(counter_insert,
                      db.prepare("INSERT INTO counters (app_pass, dispatch_id, name, replay_pass, "
                                 "value, agent_id, kernel_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
@@ -466,7 +467,7 @@ Status SqliteWriter::dispatch(const DispatchRecord& r) {
                r.block.y, r.block.z, r.cluster.x, r.cluster.y, r.cluster.z, r.dynamic_shared_bytes,
                r.static_shared_bytes, r.registers, r.outcome, r.reason, r.passes_requested,
                r.passes_executed, r.bytes_snapshotted, r.bytes_restored, r.snapshot_ns,
-               r.restore_ns, r.start_ns, r.end_ns);
+               r.restore_ns, r.start_ns, r.end_ns, r.graph_id, r.graph_node);
   if (!status.ok()) return name_record(status, fmt::format("dispatch {}", r.dispatch_id));
   return status;
 }
@@ -474,7 +475,7 @@ Status SqliteWriter::dispatch(const DispatchRecord& r) {
 Status SqliteWriter::pass(const PassRecord& r) {
   Impl& m = *impl_;
   Status status = m.insert(m.pass_insert, "pass", r.app_pass, r.dispatch_id, r.replay_pass,
-                           r.agent_id, r.stream_id, r.start_ns, r.end_ns);
+                           r.agent_id, r.stream_id, r.start_ns, r.end_ns, r.counter_status);
   if (!status.ok()) {
     return name_record(status, fmt::format("pass {} of dispatch {}", r.replay_pass, r.dispatch_id));
   }
@@ -523,7 +524,7 @@ Status SqliteWriter::finish(const RunSummary& s) {
   RETURN_IF_ERROR(m.open_transaction());
   RETURN_IF_ERROR(m.db.run(m.run_update, "run summary", m.app_pass, s.end_ns, s.exit_code,
                            s.launches, s.replayed, s.declined, s.not_selected, s.passes,
-                           dump_json(reasons)));
+                           dump_json(reasons), s.counter_passes_lost));
   RETURN_IF_ERROR(m.refresh_views());
   m.finished = true;
   return m.close_cleanly();

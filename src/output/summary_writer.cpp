@@ -144,10 +144,14 @@ std::string SummaryWriter::render(const RunSummary& s) const {
     reasons += fmt::format("{}{}: {}", reasons.empty() ? " (" : ", ", reason, count);
   }
   if (!reasons.empty()) reasons += ")";
+  std::string lost = s.counter_passes_lost == 0
+                         ? ""
+                         : fmt::format(", {} counter passes lost", s.counter_passes_lost);
   out += fmt::format(
-      "{}Totals: {} launches, {} replayed, {} declined{}, {} not selected, {} passes, exit code "
+      "{}Totals: {} launches, {} replayed, {} declined{}, {} not selected, {} passes{}, exit code "
       "{}\n",
-      kTag, s.launches, s.replayed, s.declined, reasons, s.not_selected, s.passes, s.exit_code);
+      kTag, s.launches, s.replayed, s.declined, reasons, s.not_selected, s.passes, lost,
+      s.exit_code);
   return out;
 }
 
