@@ -142,7 +142,27 @@ typedef struct kreplay_callback_tracing_kernel_replay_data_t {
   /* [PASS EXIT] set by the SDK: when the pass executed (0 when it did not complete) */
   kreplay_timestamp_t start_timestamp;
   kreplay_timestamp_t end_timestamp;
+
+  /* [always] set by the SDK for a dispatch a CUDA graph launched (flag GRAPH): the executable
+   * graph (the same over its launches; 0 for an ordinary launch) and, for a kernel node run
+   * node by node, the node's place in the graph's order (0 for a whole-graph dispatch). */
+  uint64_t graph_id;
+  uint64_t graph_node;
 } kreplay_callback_tracing_kernel_replay_data_t;
+
+/** @brief How a CUDA graph launch is seen by the replay domains (ncu's --graph-profiling). */
+typedef enum kreplay_graph_profiling_t {
+  KREPLAY_GRAPH_PROFILING_NONE = 0,  ///< keep the current setting (NODE unless set otherwise)
+  /** Every kernel node is a dispatch of its own: after the application's own graph launch the
+   *  graph's entry state is restored and its nodes run again one at a time, each kernel node
+   *  replayed like an ordinary launch (graphs whose nodes cannot run one at a time -- conditional,
+   *  memory, semaphore nodes -- are one dispatch, as with GRAPH). */
+  KREPLAY_GRAPH_PROFILING_NODE,
+  /** A graph launch is one dispatch (flags GRAPH and GRAPH_WHOLE) whose passes launch the graph
+   *  again; counters cover the whole graph. */
+  KREPLAY_GRAPH_PROFILING_GRAPH,
+  KREPLAY_GRAPH_PROFILING_LAST,
+} kreplay_graph_profiling_t;
 
 /** @brief Process-wide replay settings (set during initialize). */
 typedef struct kreplay_kernel_replay_options_t {
@@ -152,6 +172,7 @@ typedef struct kreplay_kernel_replay_options_t {
   uint64_t drain_timeout_ms;    ///< decline if earlier work does not finish; 0 = default (60 s)
   int verify_restore;           ///< non-zero: find changed chunks after every pass, not only
                                 ///< after the first (slower; for kernels whose writes vary)
+  kreplay_graph_profiling_t graph_profiling;  ///< NONE keeps the current (KREPLAY_GRAPH_PROFILING)
 } kreplay_kernel_replay_options_t;
 
 /**
@@ -161,6 +182,8 @@ typedef struct kreplay_kernel_replay_options_t {
  * @retval KREPLAY_STATUS_ERROR_CONFIGURATION_LOCKED called outside a tool's initialize
  * @retval KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI options->size too small
  * @retval KREPLAY_STATUS_ERROR_INVALID_ARGUMENT NULL or an out-of-range enum
+ * A caller built before graph_profiling existed passes a smaller size; the field then keeps its
+ * current value.
  */
 KREPLAY_API kreplay_status_t kreplay_configure_kernel_replay_options(
     const kreplay_kernel_replay_options_t* options);

@@ -138,6 +138,11 @@ typedef struct kreplay_callback_tracing_range_replay_data_t {
   /* [PASS EXIT] when the pass executed: first launch start to last launch end */
   kreplay_timestamp_t start_timestamp;
   kreplay_timestamp_t end_timestamp;
+
+  /* [LAUNCH ENTER] a launch a CUDA graph made: the executable graph and the kernel node's place
+   * in the graph's order (as in kreplay_callback_tracing_kernel_replay_data_t); 0 otherwise */
+  uint64_t graph_id;
+  uint64_t graph_node;
 } kreplay_callback_tracing_range_replay_data_t;
 
 /** @brief Process-wide range settings (set during initialize). */

@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 #include <fmt/format.h>
+#include <link.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -87,6 +88,25 @@ std::string format_bytes(uint64_t bytes) {
   }
   if (unit == 0) return fmt::format("{} B", bytes);
   return fmt::format("{:.1f} {}", v, kUnits[unit]);
+}
+
+bool process_has_library(std::string_view name) {
+  struct Query {
+    std::string_view name;
+    bool found = false;
+  } q{name};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* q = static_cast<Query*>(data);
+        if (info->dlpi_name != nullptr && std::string_view(info->dlpi_name).find(q->name) !=
+                                               std::string_view::npos) {
+          q->found = true;
+          return 1;
+        }
+        return 0;
+      },
+      &q);
+  return q.found;
 }
 
 }  // namespace kreplay

@@ -31,4 +31,7 @@ std::string join_or(const std::vector<std::string>& items);
 /// Human-readable bytes ("1.5 GiB").
 std::string format_bytes(uint64_t bytes);
 
+/// Whether a shared library whose path contains @p name is loaded in this process.
+bool process_has_library(std::string_view name);
+
 }  // namespace kreplay

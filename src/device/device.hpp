@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -103,10 +104,12 @@ class CounterBackend {
   virtual Result<std::vector<std::vector<CounterValue>>> end_pass(Launch& launch) = 0;
 
   /// Range replay: collect @p set over every launch submitted on the device until
-  /// end_range_pass. @p first_pass starts a new collection (a new range).
-  virtual Status begin_range_pass(CounterSet* set, bool first_pass) {
+  /// end_range_pass. @p first_pass starts a new collection (a new range). @p whole_graph: the
+  /// range is one graph launch, counted as one workload (one set of values).
+  virtual Status begin_range_pass(CounterSet* set, bool first_pass, bool whole_graph) {
     (void)set;
     (void)first_pass;
+    (void)whole_graph;
     return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot count over ranges");
   }
   /// After the pass's @p launches launches completed: values per launch, in submission order
@@ -132,6 +135,28 @@ struct LaunchInfo {
   uint32_t registers = 0;
   uint32_t flags = 0;                   ///< KREPLAY_DISPATCH_FLAG_*
   std::span<const std::byte> arg_bytes; ///< packed argument bytes (for snapshot scope "args")
+  uint64_t graph_id = 0;    ///< the executable graph this launch belongs to (0: none)
+  uint64_t graph_node = 0;  ///< a graph's kernel node: its index in the graph's node order
+};
+
+/// What a backend knows of a graph launch (Launch::graph()).
+struct GraphInfo {
+  uint64_t graph_id = 0;      ///< the executable graph, the same over its launches (> 0)
+  uint64_t kernel_nodes = 0;  ///< kernel nodes, those of child graphs included
+  /// Why the graph cannot be run again (GRAPH_HOST_NODE, GRAPH_DEVICE_LAUNCH, GRAPH_MEMORY), or
+  /// NONE when it can.
+  kreplay_decline_reason_t unreplayable = KREPLAY_DECLINE_REASON_NONE;
+  /// Why its nodes cannot be run one at a time ("conditional nodes", ...); "" when they can.
+  std::string whole_only;
+};
+
+/// One step of a graph run node by node (Launch::decompose()), in an order the graph allows.
+struct GraphStep {
+  /// A kernel node, as a launch kreplay submits itself (Launch::submit() is its pass 0); its
+  /// info() carries the node's kernel, configuration, graph_id and graph_node.
+  std::unique_ptr<class Launch> kernel;
+  /// Any other node that does work (a copy, a memset): submit it, stream-ordered.
+  std::function<Status()> other;
 };
 
 /// One intercepted launch, as a backend presents it to the engine.
@@ -145,6 +170,8 @@ class Launch {
   /// Wait until the most recent submission completed; fill its timing.
   /// Returns DRAIN_TIMEOUT-like ERROR after @p timeout_ms (the work may still be running).
   virtual Status wait(uint64_t timeout_ms, PassTiming* timing) = 0;
+  /// Whether the most recent submission completed (does not wait).
+  virtual bool completed() { return wait(0, nullptr).ok(); }
   /// After the application's submission: a self-contained copy (arguments and configuration
   /// copied) that can be submitted again after the application's call returned and its buffers
   /// are gone, and that waits for the submission just made. May move per-submission state out
@@ -152,6 +179,22 @@ class Launch {
   virtual std::unique_ptr<Launch> record() { return nullptr; }
   /// Whether record() will succeed for this launch (asked before the submission).
   virtual bool recordable() const { return false; }
+
+  // ---- graph launches ----
+  /// A graph launch: what the engine needs to replay it; nullptr for a kernel launch.
+  virtual const GraphInfo* graph() const { return nullptr; }
+  /// A graph launch whose nodes can run one at a time (GraphInfo::whole_only empty): its nodes,
+  /// on the launch's stream, in an order the graph's dependencies allow.
+  virtual Result<std::vector<GraphStep>> decompose() {
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "not a graph launch");
+  }
+  /// A launch kreplay submits itself (a graph's kernel node): its first submission, pass 0.
+  virtual Status submit() { return relaunch(); }
+  /// Wait until all work submitted to the launch's stream so far completed.
+  virtual Status wait_stream(uint64_t timeout_ms) {
+    (void)timeout_ms;
+    return Status::Ok();
+  }
 };
 
 /// A device, as the engine drives it.
@@ -184,6 +227,10 @@ class Device {
 
   /// Bytes of device memory kernels may write that the inventory does not track (0 = none).
   virtual uint64_t untracked_bytes() { return 0; }
+
+  /// A stream capture is in progress on the device: kreplay must not synchronize it (the capture
+  /// would be invalidated), so replay windows are declined meanwhile.
+  virtual bool capture_active() { return false; }
 
   /// Counter collection, or nullptr when the device has none.
   virtual CounterBackend* counters() { return nullptr; }

@@ -40,6 +40,8 @@ ThreadState& tls() {
   return state;
 }
 
+}  // namespace
+
 const char* reason_text(kreplay_decline_reason_t r) {
   switch (r) {
     case KREPLAY_DECLINE_REASON_INVALID_PLAN: return "pass count 0 without a continue callback";
@@ -57,13 +59,18 @@ const char* reason_text(kreplay_decline_reason_t r) {
     case KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE: return "graph with a host-function node";
     case KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH: return "graph made for device launches";
     case KREPLAY_DECLINE_REASON_GRAPH_MEMORY: return "graph frees memory it did not allocate";
+    case KREPLAY_DECLINE_REASON_WAITS_FOR_HOST: return "the kernel may wait for the host";
     default: return "unknown";
   }
 }
 
-}  // namespace
-
 std::vector<DeviceSlot*>& detail::thread_windows() { return tls().windows; }
+
+bool DeviceSlot::host_waiter_running() {
+  std::lock_guard lock(waiters_mu);
+  std::erase_if(host_waiters, [](const auto& l) { return l->completed(); });
+  return !host_waiters.empty();
+}
 
 void Engine::add_device(uint64_t agent, device::Device* dev) {
   std::unique_lock lock(slots_mu_);
@@ -147,8 +154,17 @@ DispatchState* Engine::enter(device::Launch& launch) {
   st->correlation.internal = next_correlation_id_.fetch_add(1, std::memory_order_relaxed);
   st->thread_id = thread_id();
   st->slot = slot(li.agent.handle);
+  st->graph_id = li.graph_id;
+  st->graph_node = li.graph_node;
   stats_.launches.fetch_add(1, std::memory_order_relaxed);
   st->reentrant = st->slot != nullptr && tls().has_window(st->slot);
+
+  // A graph launch profiled node by node: the application's own launch runs now, unobserved;
+  // exit() runs the nodes again, one dispatch each (graph.cpp).
+  if (launch.graph() != nullptr && begin_graph_nodes(*st)) return st;
+  st->host_visible = st->slot != nullptr && !li.arg_bytes.empty() &&
+                     inventory_.args_point_into(li.agent.handle, li.arg_bytes,
+                                                KREPLAY_MEMORY_KIND_HOST_MAPPED);
 
   if (st->slot && !st->reentrant && hooks_.range_configured()) {
     range_enter(*st);
@@ -189,9 +205,15 @@ DispatchState* Engine::enter(device::Launch& launch) {
   } else if (info.flags & KREPLAY_DISPATCH_FLAG_CAPTURED) {
     KR_WARN_ONCE("captured", "launches into a stream under capture are not replayed");
     decline(*st, KREPLAY_DECLINE_REASON_STREAM_CAPTURE);
-  } else if (info.flags & KREPLAY_DISPATCH_FLAG_GRAPH) {
-    KR_WARN_ONCE("graph", "kernels launched by graphs are not replayed; they run once");
-    decline(*st, KREPLAY_DECLINE_REASON_GRAPH_LAUNCH);
+  } else if (const device::GraphInfo* g = launch.graph();
+             g != nullptr && g->unreplayable != KREPLAY_DECLINE_REASON_NONE) {
+    KR_WARN_ONCE(reason_text(g->unreplayable),
+                 "{} is not replayed ({}): it would do that once per pass; it runs once, and "
+                 "graphs like it are counted as declined",
+                 info.kernel_name ? info.kernel_name : "a graph", reason_text(g->unreplayable));
+    decline(*st, g->unreplayable);
+  } else if (st->forced_decline != KREPLAY_DECLINE_REASON_NONE) {
+    decline(*st, st->forced_decline);
   } else if (info.flags & KREPLAY_DISPATCH_FLAG_DEVICE_HEAP) {
     KR_WARN_ONCE("device-heap",
                  "kernels whose code uses the device-side heap (malloc, free, new or delete in "
@@ -214,29 +236,60 @@ DispatchState* Engine::enter(device::Launch& launch) {
 
 void Engine::open_window(DispatchState& st) {
   DeviceSlot& slot = *st.slot;
-  device::Device& dev = *slot.device;
-  const Options opt = options();
   st.exclusive = std::unique_lock(slot.window_mu);
   tls().windows.push_back(&slot);
   st.window = true;
+  if (kreplay_decline_reason_t why = save_entry_state(st, st.snapshot);
+      why != KREPLAY_DECLINE_REASON_NONE) {
+    decline(st, why);
+    return;
+  }
+  st.local = std::make_unique<LocalContextScope>(hooks_.active_contexts());
+  if (st.host_visible) {
+    // The application's own submission is a probe: pass 0 is the first resubmission.
+    st.probe = true;
+    return;
+  }
+  st.pass = 0;
+  hooks_.pass_enter(st, *st.local);
+  hooks_.before_submit(st);
+}
 
+kreplay_decline_reason_t Engine::save_entry_state(DispatchState& st, Snapshot& snapshot) {
+  DeviceSlot& slot = *st.slot;
+  device::Device& dev = *slot.device;
+  const Options opt = options();
   uint64_t t0 = now_ns();
+  if (dev.capture_active()) {
+    // Synchronizing the device now would invalidate the application's capture.
+    KR_WARN_ONCE("capture-active", "launches made while another stream of the device is being "
+                                   "captured into a graph are not replayed; they run once");
+    return KREPLAY_DECLINE_REASON_STREAM_CAPTURE;
+  }
+  if (slot.host_waiter_running()) {
+    // Draining would wait for a launch that waits for the host, which cannot act now.
+    KR_WARN_ONCE("host-waiter", "dispatch {} ({}) not replayed: an earlier launch that may wait "
+                                "for the host is still running; launches are not replayed until "
+                                "it finishes",
+                 st.info.dispatch_id, st.info.kernel_name);
+    return KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;
+  }
   if (Status s = dev.drain(opt.drain_timeout_ms); !s.ok()) {
     KR_WARN("dispatch {} ({}): {}; running it once", st.info.dispatch_id, st.info.kernel_name,
             s.message());
-    decline(st, KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT);
-    return;
+    return KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT;
   }
   if (opt.decline_untracked) {
     if (uint64_t untracked = dev.untracked_bytes(); untracked > 0) {
       KR_WARN_ONCE("untracked", "the device holds {} of memory kreplay does not track; its "
                                 "launches are not replayed",
                    format_bytes(untracked));
-      decline(st, KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY);
-      return;
+      return KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY;
     }
   }
-  std::vector<Region> regions = opt.scope == KREPLAY_SNAPSHOT_SCOPE_ARGS
+  // A graph launch reaches memory through its nodes, not through argument bytes: all of it.
+  const bool args_scope = opt.scope == KREPLAY_SNAPSHOT_SCOPE_ARGS && st.launch->graph() == nullptr;
+  std::vector<Region> regions = args_scope
                                     ? inventory_.regions_for_args(slot.agent, st.launch->info().arg_bytes)
                                     : inventory_.regions(slot.agent);
   Result<Placement> placement = [&] {
@@ -245,33 +298,27 @@ void Engine::open_window(DispatchState& st) {
   }();
   if (!placement.ok()) {
     // Once: the same footprint declines every later launch too; the run's tally counts them.
-    KR_WARN_ONCE("snapshot-too-large",
-                 "dispatch {} ({}) not replayed: {}; later launches that do not fit are not "
-                 "replayed either (counted as declined)",
-                 st.info.dispatch_id, st.info.kernel_name, placement.status().message());
-    decline(st, KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE);
-    return;
+    KR_WARN_ONCE("snapshot-too-large", "dispatch {} ({}) not replayed: {}; later launches that do "
+                                       "not fit are not replayed either (counted as declined)",
+                 st.info.dispatch_id, st.info.kernel_name,
+                 snapshot_too_large_message(dev, regions, placement.status().message()));
+    return KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE;
   }
   auto& out = st.outcome;
   out.regions = placement->copies.size();
   out.device_storage_bytes = placement->device_bytes;
   out.host_storage_bytes = placement->host_bytes;
   uint64_t bytes = placement->total_bytes;
-  if (Status s = st.snapshot.take(dev, std::move(placement).value(), opt.chunk_bytes); !s.ok()) {
+  if (Status s = snapshot.take(dev, std::move(placement).value(), opt.chunk_bytes); !s.ok()) {
     KR_WARN("dispatch {} ({}) not replayed: snapshot failed: {}", st.info.dispatch_id,
             st.info.kernel_name, s.message());
-    decline(st, KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED);
-    return;
+    return KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
   }
   uint64_t t1 = now_ns();
   out.bytes_snapshotted = bytes;
   out.snapshot_ns = t1 - t0;
   st.intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
-
-  st.local = std::make_unique<LocalContextScope>(hooks_.active_contexts());
-  st.pass = 0;
-  hooks_.pass_enter(st, *st.local);
-  hooks_.before_submit(st);
+  return KREPLAY_DECLINE_REASON_NONE;
 }
 
 void Engine::decline(DispatchState& st, kreplay_decline_reason_t reason) {
@@ -302,6 +349,11 @@ void Engine::begin_single_run(DispatchState& st) {
 }
 
 void Engine::exit(DispatchState* st, bool submitted) {
+  if (st->graph_nodes) {
+    run_graph_nodes(*st, submitted);
+    release(st);
+    return;
+  }
   if (st->in_range) {
     range_exit(*st, submitted);
     release(st);
@@ -335,10 +387,13 @@ void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
     out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
     out.reason = KREPLAY_DECLINE_REASON_LAUNCH_FAILED;
     st.timing = {};
-    hooks_.after_complete(st);
-    hooks_.pass_exit(st);
+    if (!st.probe) {
+      hooks_.after_complete(st);
+      hooks_.pass_exit(st);
+    }
     return;
   }
+  if (st.probe && !run_probe(st)) return;
   while (true) {
     Status w = st.work->wait(opt.drain_timeout_ms, &st.timing);
     if (!w.ok()) {
@@ -381,6 +436,58 @@ void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
       return;
     }
   }
+}
+
+bool Engine::run_probe(DispatchState& st) {
+  const Options opt = options();
+  auto& out = st.outcome;
+  device::PassTiming probe_timing{};
+  if (Status w = st.work->wait(std::min(opt.host_wait_ms, opt.drain_timeout_ms), &probe_timing);
+      !w.ok()) {
+    KR_WARN_ONCE("waits-for-host",
+                 "dispatch {} ({}) reads mapped host memory and did not finish within {} ms while "
+                 "kreplay held its thread: it may be waiting for the host, so it is not replayed "
+                 "(launches like it are counted as declined: waits_for_host; "
+                 "KREPLAY_HOST_WAIT_MS sets the time)",
+                 st.info.dispatch_id, st.info.kernel_name, opt.host_wait_ms);
+    out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
+    out.reason = KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;
+    out.passes_executed = 1;
+    if (auto running = st.launch->record()) {
+      std::lock_guard lock(st.slot->waiters_mu);
+      st.slot->host_waiters.push_back(std::move(running));
+    }
+    return false;
+  }
+  // The probe finished: back to the entry state; every pass is a resubmission.
+  uint64_t t0 = now_ns();
+  Result<uint64_t> restored = st.snapshot.restore(*st.slot->device, opt.verify_restore);
+  uint64_t t1 = now_ns();
+  if (!restored.ok()) {
+    KR_ERROR("dispatch {} ({}): restore after its first run failed: {}", st.info.dispatch_id,
+             st.info.kernel_name, restored.status().message());
+    out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
+    out.reason = KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
+    out.passes_executed = 1;
+    return false;
+  }
+  out.bytes_restored += *restored;
+  out.restore_ns += t1 - t0;
+  st.intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, 0, t0, t1, *restored});
+  st.pass = 0;
+  hooks_.pass_enter(st, *st.local);
+  hooks_.before_submit(st);
+  if (Status r = st.work->resubmit(); !r.ok()) {
+    KR_ERROR("dispatch {} ({}): resubmission for pass 0 failed: {}", st.info.dispatch_id,
+             st.info.kernel_name, r.message());
+    out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
+    out.reason = KREPLAY_DECLINE_REASON_LAUNCH_FAILED;
+    st.timing = {};
+    hooks_.after_complete(st);
+    hooks_.pass_exit(st);
+    return false;
+  }
+  return true;
 }
 
 void Engine::finish_window(DispatchState& st) {

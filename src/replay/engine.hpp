@@ -49,6 +49,13 @@ struct Options {
   bool verify_restore = false;        ///< re-compare after every pass
   uint64_t chunk_bytes = 64 * 1024;   ///< restore granularity
   bool decline_untracked = true;      ///< decline when the device reports untracked memory
+  /// Graph launches: run the graph's nodes one at a time after its own execution, each kernel node
+  /// a dispatch of its own (--graph-profiling node); false: one dispatch per graph launch.
+  bool graph_nodes = true;
+  /// A launch that can see mapped host memory runs once first, as a probe: when it does not finish
+  /// within this time the application's thread is released and the launch is not replayed (it
+  /// may be waiting for the host, which cannot act while kreplay holds its thread).
+  uint64_t host_wait_ms = 1000;
 };
 
 /// What one pass executes, as the pass loop drives it.
@@ -98,6 +105,21 @@ struct DispatchState {
   kreplay_user_data_t user_data{};
   Plan plan;
   bool config_fired = false;  ///< CONFIG ENTER was delivered (so CONFIG EXIT must follow)
+
+  /// The launch's graph and node (LaunchInfo::graph_id/graph_node), for the payloads.
+  uint64_t graph_id = 0;
+  uint64_t graph_node = 0;
+  /// A graph launch run node by node (Options::graph_nodes): the window is held from enter() and
+  /// the graph's entry state saved in `snapshot`; exit() restores it and runs the nodes.
+  bool graph_nodes = false;
+  /// Decided before CONFIG (a graph whose entry state could not be saved): decline with this.
+  kreplay_decline_reason_t forced_decline = KREPLAY_DECLINE_REASON_NONE;
+  /// The launch's arguments point into mapped host memory: it may wait for the host. Its own
+  /// submission runs first as a probe (no services, no pass); once it finished, memory is
+  /// restored and every pass, pass 0 included, is a resubmission. In a single run it is not
+  /// counted (counting would synchronize inside its launch and wait for ever).
+  bool host_visible = false;
+  bool probe = false;
 
   // Execution
   uint64_t pass = 0;           ///< current pass
@@ -199,6 +221,10 @@ struct RangeState {
   kreplay_range_outcome_record_t outcome{};
   std::vector<kreplay_replay_interval_t> intervals;
   std::vector<uint64_t> dispatch_ids;
+  /// The range is one graph launch (counted as one workload; closed at the launch's exit).
+  bool whole_graph = false;
+  /// Decided when the range opened (a graph that cannot be run again): pass 0 only, declined.
+  kreplay_decline_reason_t declined = KREPLAY_DECLINE_REASON_NONE;
 };
 
 struct DeviceSlot {
@@ -211,6 +237,12 @@ struct DeviceSlot {
   std::mutex range_mu;
   std::unique_ptr<RangeState> range;
   std::atomic<bool> range_open{false};
+  // Launches that were still running when kreplay let their thread go (WAITS_FOR_HOST): while one
+  // is, windows are declined without a drain that would wait for it.
+  std::mutex waiters_mu;
+  std::vector<std::unique_ptr<device::Launch>> host_waiters;
+  /// Whether a launch released with WAITS_FOR_HOST is still running (forgets finished ones).
+  bool host_waiter_running();
 };
 
 /// Counts since the process started (for progress lines and benchmarks).
@@ -230,6 +262,9 @@ std::vector<DeviceSlot*>& thread_windows();
 /// peers that do not replay. Decided once per kernel, when it is registered
 /// (KernelEntry::dispatch_flags), not per launch.
 bool is_collective_kernel(const char* name);
+
+/// What a decline reason means, in words for messages ("graph with a host-function node").
+const char* reason_text(kreplay_decline_reason_t reason);
 
 class Engine {
  public:
@@ -294,11 +329,24 @@ class Engine {
   /// Passes 0.. of an open window (pass 0 already submitted): wait, services, continue, restore,
   /// resubmit, until the loop ends. Fills st.outcome.
   void run_passes(DispatchState& st, bool pass0_submitted);
+  /// A host-visible launch's probe (its own submission): wait up to Options::host_wait_ms; on
+  /// time, restore and submit pass 0 (true); otherwise decline WAITS_FOR_HOST (false).
+  bool run_probe(DispatchState& st);
   void release(DispatchState* st);
+  // graphs (graph.cpp)
+  /// Whether the graph launch @p st runs node by node, and if so: window, drain, entry snapshot.
+  bool begin_graph_nodes(DispatchState& st);
+  /// After the application's own graph launch: restore the entry state and run the graph's nodes,
+  /// each kernel node a dispatch of its own.
+  void run_graph_nodes(DispatchState& st, bool submitted);
+  /// Drain, check for untracked memory and snapshot what @p st may touch into @p snapshot; the
+  /// window lock is held. Returns NONE or the reason to decline (after one warning).
+  kreplay_decline_reason_t save_entry_state(DispatchState& st, Snapshot& snapshot);
   // ranges (range.cpp); the callers hold slot.range_mu
   void range_enter(DispatchState& st);
   void range_exit(DispatchState& st, bool submitted);
-  bool open_range(DeviceSlot& slot, DispatchState& first);
+  bool open_range(DeviceSlot& slot, DispatchState& first,
+                  kreplay_decline_reason_t declined = KREPLAY_DECLINE_REASON_NONE);
   void add_to_range(DeviceSlot& slot, DispatchState& st);
   void close_range(DeviceSlot& slot, kreplay_range_close_reason_t why);
   bool range_markers_allow() const;

@@ -100,6 +100,22 @@ std::vector<Region> MemoryInventory::regions_for_args(uint64_t agent,
   return out;
 }
 
+bool MemoryInventory::args_point_into(uint64_t agent, std::span<const std::byte> args,
+                                      kreplay_memory_kind_t kind) const {
+  std::shared_lock lock(mu_);
+  auto ait = agents_.find(agent);
+  if (ait == agents_.end()) return false;
+  for (size_t off = 0; off + sizeof(uint64_t) <= args.size(); off += sizeof(uint64_t)) {
+    uint64_t word = 0;
+    std::memcpy(&word, args.data() + off, sizeof(word));
+    if (word == 0) continue;
+    if (const Region* r = lookup_locked(ait->second, word); r != nullptr && r->kind == kind) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool MemoryInventory::find(uint64_t agent, uint64_t address, Region* out) const {
   std::shared_lock lock(mu_);
   auto ait = agents_.find(agent);

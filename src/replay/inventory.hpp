@@ -48,6 +48,10 @@ class MemoryInventory {
   /// an alias), plus every module-scope variable of the agent; sorted by base.
   std::vector<Region> regions_for_args(uint64_t agent, std::span<const std::byte> args) const;
 
+  /// Whether some 8-byte-aligned word of @p args points into a region of @p kind.
+  bool args_point_into(uint64_t agent, std::span<const std::byte> args,
+                       kreplay_memory_kind_t kind) const;
+
   /// The region containing @p address (through base or alias), if any.
   bool find(uint64_t agent, uint64_t address, Region* out) const;
 

@@ -132,21 +132,33 @@ void Engine::range_enter(DispatchState& st) {
       why = KREPLAY_RANGE_CLOSE_OTHER_STREAM;
     } else if (slot.range->launches.size() >= opt.max_launches) {
       why = KREPLAY_RANGE_CLOSE_LAUNCH_LIMIT;
-    } else if (st.info.flags & (KREPLAY_DISPATCH_FLAG_GRAPH | KREPLAY_DISPATCH_FLAG_CAPTURED)) {
+    } else if (st.launch->graph() != nullptr || (st.info.flags & KREPLAY_DISPATCH_FLAG_CAPTURED)) {
+      // (A graph's kernel node, run node by node, carries the GRAPH flag but joins ranges.)
       why = KREPLAY_RANGE_CLOSE_GRAPH;
-    } else if (st.info.flags & (KREPLAY_DISPATCH_FLAG_COLLECTIVE | KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) {
+    } else if ((st.info.flags & (KREPLAY_DISPATCH_FLAG_COLLECTIVE | KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) ||
+               st.host_visible) {
       why = KREPLAY_RANGE_CLOSE_OTHER;
     } else if (!st.launch->recordable()) {
       why = KREPLAY_RANGE_CLOSE_OTHER;
     }
     if (why != KREPLAY_RANGE_CLOSE_NONE) close_range(slot, why);
   }
-  const bool can_join = (st.info.flags & (KREPLAY_DISPATCH_FLAG_GRAPH |
-                                          KREPLAY_DISPATCH_FLAG_CAPTURED |
+  // A graph launch is a range of its own (the launch before it closed the open range above): one
+  // workload, replayed by launching the graph again; one that cannot be run again is a declined
+  // range, so the tool still learns of it and why.
+  const device::GraphInfo* graph = st.launch->graph();
+  const bool can_join = (st.info.flags & (KREPLAY_DISPATCH_FLAG_CAPTURED |
                                           KREPLAY_DISPATCH_FLAG_COLLECTIVE |
                                           KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) == 0 &&
                         st.launch->recordable() && range_markers_allow();
-  if (!slot.range && can_join) open_range(slot, st);
+  if (!slot.range && can_join) {
+    // A launch that reads mapped host memory may wait for the host: it cannot be counted or
+    // replayed while its thread is held, so it is a declined range of its own.
+    kreplay_decline_reason_t declined =
+        graph != nullptr ? graph->unreplayable : KREPLAY_DECLINE_REASON_NONE;
+    if (st.host_visible) declined = KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;
+    open_range(slot, st, declined);
+  }
   if (slot.range && can_join) {
     add_to_range(slot, st);
     return;
@@ -156,8 +168,11 @@ void Engine::range_enter(DispatchState& st) {
   begin_single_run(st);
 }
 
-bool Engine::open_range(DeviceSlot& slot, DispatchState& first) {
+bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
+                        kreplay_decline_reason_t declined) {
   auto r = std::make_unique<RangeState>();
+  r->whole_graph = first.launch->graph() != nullptr;
+  r->declined = declined;
   r->info.size = sizeof(r->info);
   r->info.range_id = next_range_id_.fetch_add(1, std::memory_order_relaxed);
   r->info.agent_id = first.info.agent_id;
@@ -196,14 +211,26 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first) {
   }
   // A range of one pass is not replayed, but still runs as a range: its launches share one
   // counter session (one profiler start and stop for all of them), with no drain and no snapshot.
-  if (!r->plan.replay && r->plan.requested != 1) {
+  if (!r->plan.replay && r->plan.requested != 1 && declined == KREPLAY_DECLINE_REASON_NONE) {
     return finish_unopened(KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED, {});
   }
-  if (r->plan.replay) {
+  if (declined != KREPLAY_DECLINE_REASON_NONE) {
+    // Runs once as a range of its own, uncounted: its outcome says why it was not replayed.
+    KR_WARN_ONCE(reason_text(declined), "{} is not replayed ({}): it would do that once per pass; "
+                                        "it runs once, and graphs like it are counted as declined",
+                 first.info.kernel_name ? first.info.kernel_name : "a launch", reason_text(declined));
+    r->plan.replay = false;
+    r->counter_session_tried = true;
+  } else if (r->plan.replay) {
     const Options opt = options();
     device::Device& dev = *slot.device;
     std::unique_lock window(slot.window_mu);
     uint64_t t0 = now_ns();
+    if (dev.capture_active()) {
+      KR_WARN_ONCE("capture-active", "launches made while another stream of the device is being "
+                                     "captured into a graph are not replayed; they run once");
+      return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_STREAM_CAPTURE);
+    }
     if (Status s = dev.drain(opt.drain_timeout_ms); !s.ok()) {
       KR_WARN("range {}: {}; its launches run once", r->info.range_id, s.message());
       return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT);
@@ -222,7 +249,10 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first) {
       return slot.pool.place(dev, regions, opt.chunk_bytes, opt.max_snapshot_bytes);
     }();
     if (!placement.ok()) {
-      KR_WARN("range {} not replayed: {}", r->info.range_id, placement.status().message());
+      KR_WARN_ONCE("range-snapshot-too-large", "range {} not replayed: {}; later ranges that do not "
+                                               "fit are not replayed either (counted as declined)",
+                   r->info.range_id,
+                   snapshot_too_large_message(dev, regions, placement.status().message()));
       return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED,
                              KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE);
     }
@@ -257,6 +287,8 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
   rl->st = std::make_unique<DispatchState>();
   DispatchState& ls = *rl->st;
   ls.info = st.info;
+  ls.graph_id = st.graph_id;
+  ls.graph_node = st.graph_node;
   ls.correlation = st.correlation;
   ls.thread_id = st.thread_id;
   ls.slot = st.slot;
@@ -277,7 +309,7 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
       // The session starts at the range's first counted launch: launches before it are not
       // selected and run uncounted.
       r.counter_session_tried = true;
-      if (Status s = counters->begin_range_pass(set, true); s.ok()) {
+      if (Status s = counters->begin_range_pass(set, true, r.whole_graph); s.ok()) {
         r.counter_set = set;
         r.counted_from = r.launches.size();
       } else {
@@ -316,6 +348,10 @@ void Engine::range_exit(DispatchState& st, bool submitted) {
   }
   st.range_launch = nullptr;
   st.in_range = false;
+  // A graph launch is a range of its own, and so is a declined launch: it closes at its exit.
+  if (slot.range && (slot.range->whole_graph || slot.range->declined != KREPLAY_DECLINE_REASON_NONE)) {
+    close_range(slot, slot.range->whole_graph ? KREPLAY_RANGE_CLOSE_GRAPH : KREPLAY_RANGE_CLOSE_OTHER);
+  }
   st.range_lock.unlock();
 }
 
@@ -346,6 +382,11 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
     r.pass_timing = {};
     for (auto& rl : r.launches) {
       DispatchState& ls = *rl->st;
+      if (r.declined != KREPLAY_DECLINE_REASON_NONE) {
+        // Not waited for: a declined launch may wait for the host, which cannot act now.
+        ls.timing = {};
+        continue;
+      }
       if (Status w = ls.launch->wait(opt.drain_timeout_ms, &ls.timing); !w.ok()) {
         KR_WARN("range {} pass {}: {}", r.info.range_id, r.pass, w.message());
         ls.timing = {};
@@ -382,7 +423,11 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
 
   bool ok = complete_pass();
   if (!ok) out.reason = KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
-  if (ok && out.selected_launches == 0) {
+  if (r.declined != KREPLAY_DECLINE_REASON_NONE) {
+    out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
+    out.reason = r.declined;
+    stats_.declined.fetch_add(1);
+  } else if (ok && out.selected_launches == 0) {
     out.outcome = KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED;
     out.reason = KREPLAY_DECLINE_REASON_NOTHING_SELECTED;
   } else if (!r.plan.replay) {
@@ -410,7 +455,7 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
     if (counters != nullptr) {
       for (auto& rl : r.launches) {
         if (device::CounterSet* set = hooks_.armed_set(*rl->st)) {
-          if (counters->begin_range_pass(set, false).ok()) r.counter_set = set;
+          if (counters->begin_range_pass(set, false, r.whole_graph).ok()) r.counter_set = set;
           break;
         }
       }

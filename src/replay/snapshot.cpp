@@ -1,5 +1,7 @@
 #include "replay/snapshot.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "common/logging.hpp"
@@ -116,6 +118,43 @@ Result<Placement> StoragePool::place(device::Device& dev, const std::vector<Regi
   }
   p.total_chunks = chunk;
   return p;
+}
+
+std::string snapshot_too_large_message(device::Device& dev, const std::vector<Region>& regions,
+                                       const std::string& why) {
+  const Region* largest = nullptr;
+  uint64_t total = 0;
+  for (const auto& r : regions) {
+    total += r.size;
+    if (largest == nullptr || r.size > largest->size) largest = &r;
+  }
+  std::string msg = fmt::format("the snapshot needs {} ({} allocations", format_bytes(total),
+                                regions.size());
+  if (largest != nullptr) {
+    msg += fmt::format("; the largest, at {:#x}, is {}", largest->base, format_bytes(largest->size));
+  }
+  msg += fmt::format(") and {} of device memory and {} of pinned host memory are free ({})",
+                     format_bytes(dev.storage_available(device::StorageTier::kDevice)),
+                     format_bytes(dev.storage_available(device::StorageTier::kPinnedHost)), why);
+  const uint64_t device_bytes = dev.desc().memory_bytes;
+  if (largest != nullptr && device_bytes > 0 && largest->size * 4 >= device_bytes) {
+    // One allocation with a quarter of the device or more: a framework's memory arena.
+    if (process_has_library("xla_extension") || process_has_library("jaxlib") ||
+        process_has_library("libjax")) {
+      msg += "; it is JAX/XLA's preallocated arena: run with XLA_PYTHON_CLIENT_PREALLOCATE=false "
+             "(or a smaller XLA_PYTHON_CLIENT_MEM_FRACTION) so kreplay can save what the "
+             "application uses";
+    } else if (process_has_library("libtensorflow")) {
+      msg += "; it is TensorFlow's preallocated arena: run with TF_FORCE_GPU_ALLOW_GROWTH=true so "
+             "kreplay can save what the application uses";
+    } else {
+      msg += fmt::format("; one allocation holds {:.0f}% of the device, as a framework's memory "
+                         "pool would: make the application allocate what it uses",
+                         100.0 * static_cast<double>(largest->size) /
+                             static_cast<double>(device_bytes));
+    }
+  }
+  return msg;
 }
 
 void StoragePool::release(device::Device& dev) {

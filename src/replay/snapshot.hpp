@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "common/status.hpp"
@@ -41,6 +42,12 @@ class StoragePool {
   device::Storage device_block_{};
   device::Storage host_block_{};
 };
+
+/// One line for a snapshot of @p regions that did not fit (@p why: the placement's error): what it
+/// needs, its largest allocation, the storage free on each tier, and -- where that allocation
+/// holds much of the device, as a framework's preallocated arena does -- the setting that avoids it.
+std::string snapshot_too_large_message(device::Device& dev, const std::vector<Region>& regions,
+                                       const std::string& why);
 
 class Snapshot {
  public:

@@ -101,6 +101,8 @@ void SdkHooks::config_enter(replay::DispatchState& st) {
   kreplay_callback_tracing_kernel_replay_data_t payload{};
   payload.size = sizeof(payload);
   payload.dispatch_info = st.info;
+  payload.graph_id = st.graph_id;
+  payload.graph_node = st.graph_node;
   kreplay_user_data_t user_data{};
   auto rec = make_record(*c, st, KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY,
                          KREPLAY_KERNEL_REPLAY_CONFIG, KREPLAY_CALLBACK_PHASE_ENTER, &payload);
@@ -118,6 +120,8 @@ void SdkHooks::config_exit(replay::DispatchState& st) {
   kreplay_callback_tracing_kernel_replay_data_t payload{};
   payload.size = sizeof(payload);
   payload.dispatch_info = st.info;
+  payload.graph_id = st.graph_id;
+  payload.graph_node = st.graph_node;
   payload.outcome = &st.outcome;
   kreplay_user_data_t user_data = st.user_data;
   auto rec = make_record(*c, st, KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY,
@@ -134,6 +138,8 @@ void SdkHooks::deliver_pass(replay::DispatchState& st, kreplay_callback_phase_t 
   kreplay_callback_tracing_kernel_replay_data_t payload{};
   payload.size = sizeof(payload);
   payload.dispatch_info = st.info;
+  payload.graph_id = st.graph_id;
+  payload.graph_node = st.graph_node;
   payload.current_pass = st.pass;
   payload.total_passes = st.plan.indefinite ? 0 : st.plan.requested;
   payload.replay_start_context = &replay::replay_start_context;
@@ -183,7 +189,16 @@ bool SdkHooks::before_submit(replay::DispatchState& st) {
       guarded("KERNEL_DISPATCH", [&] { dsub.callback(rec, &ud, dsub.args); });
       d->traced.push_back({&c, ud});
     }
-    if (c.counting.configured()) {
+    // A launch that reads mapped host memory is counted only on passes kreplay submits after its
+    // probe: counting its own run would synchronize inside its launch, and it may wait for the
+    // host.
+    if (c.counting.configured() && st.host_visible && !st.window) {
+      KR_WARN_ONCE("host-visible-uncounted",
+                   "dispatch {} ({}) reads mapped host memory and is not replayed; its counters "
+                   "are not collected (counting it would wait inside its launch, and it may be "
+                   "waiting for the host)",
+                   st.info.dispatch_id, st.info.kernel_name);
+    } else if (c.counting.configured()) {
       kreplay_dispatch_counting_data_t data{};
       data.size = sizeof(data);
       data.dispatch_info = st.info;
@@ -326,7 +341,11 @@ void SdkHooks::deliver_range(replay::RangeState& r, uint32_t op, kreplay_callbac
   }
   if (op == KREPLAY_RANGE_REPLAY_CONFIG && phase == KREPLAY_CALLBACK_PHASE_EXIT)
     payload.outcome = &r.outcome;
-  if (launch != nullptr) payload.dispatch_info = launch->info;
+  if (launch != nullptr) {
+    payload.dispatch_info = launch->info;
+    payload.graph_id = launch->graph_id;
+    payload.graph_node = launch->graph_node;
+  }
   kreplay_user_data_t user_data = r.user_data;
   kreplay_callback_tracing_record_t rec{};
   rec.context_id.handle = c->handle;

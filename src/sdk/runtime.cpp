@@ -49,6 +49,15 @@ replay::Options options_from_env() {
   if (timeout > 0) o.drain_timeout_ms = static_cast<uint64_t>(timeout);
   o.verify_restore = env::get_bool("KREPLAY_VERIFY_RESTORE", o.verify_restore);
   o.decline_untracked = env::get_bool("KREPLAY_DECLINE_ON_UNTRACKED", o.decline_untracked);
+  int64_t host_wait = env::get_int("KREPLAY_HOST_WAIT_MS", static_cast<int64_t>(o.host_wait_ms));
+  if (host_wait > 0) o.host_wait_ms = static_cast<uint64_t>(host_wait);
+  if (auto g = env::get("KREPLAY_GRAPH_PROFILING")) {
+    if (*g == "node" || *g == "graph") {
+      o.graph_nodes = *g == "node";
+    } else {
+      KR_WARN("KREPLAY_GRAPH_PROFILING='{}' is not node or graph (using node)", *g);
+    }
+  }
   return o;
 }
 
@@ -158,8 +167,16 @@ Status Runtime::set_replay_options(const kreplay_kernel_replay_options_t& o) {
   if (o.snapshot_scope >= KREPLAY_SNAPSHOT_SCOPE_LAST) {
     return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown snapshot scope");
   }
+  const bool has_graph_profiling =
+      o.size >= KREPLAY_STRUCT_SIZE(kreplay_kernel_replay_options_t, graph_profiling);
+  if (has_graph_profiling && o.graph_profiling >= KREPLAY_GRAPH_PROFILING_LAST) {
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown graph profiling mode");
+  }
   replay::Options opt = engine_->options();
   if (o.snapshot_scope != KREPLAY_SNAPSHOT_SCOPE_NONE) opt.scope = o.snapshot_scope;
+  if (has_graph_profiling && o.graph_profiling != KREPLAY_GRAPH_PROFILING_NONE) {
+    opt.graph_nodes = o.graph_profiling == KREPLAY_GRAPH_PROFILING_NODE;
+  }
   opt.max_snapshot_bytes = o.max_snapshot_bytes;
   if (o.drain_timeout_ms != 0) opt.drain_timeout_ms = o.drain_timeout_ms;
   opt.verify_restore = o.verify_restore != 0;

@@ -325,6 +325,7 @@ int Profiler::initialize() {
     if (const char* v = std::getenv(var)) run.environment[var] = v;  // NOLINT: read-only
   }
   run.options["replay_memory"] = std::string(cli::to_string(config.replay_memory));
+  run.options["graph_profiling"] = std::string(cli::to_string(config.graph_profiling));
   run.options["origin"] = config.origin;
   std::vector<kreplay_agent_t> agent_list;
   for (size_t i = 0; i < agents; ++i) {
@@ -480,6 +481,9 @@ int Profiler::initialize() {
   opts.snapshot_scope = config.replay_memory == cli::ReplayMemory::kArgs
                             ? KREPLAY_SNAPSHOT_SCOPE_ARGS
                             : KREPLAY_SNAPSHOT_SCOPE_ALL;
+  opts.graph_profiling = config.graph_profiling == cli::GraphProfiling::kGraph
+                             ? KREPLAY_GRAPH_PROFILING_GRAPH
+                             : KREPLAY_GRAPH_PROFILING_NODE;
   kreplay_configure_kernel_replay_options(&opts);
   kreplay_start_context(replay_ctx);
 
@@ -563,6 +567,8 @@ void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_
   }
   auto& r = d.record;
   fill_launch(r, info, correlation_id);
+  r.graph_id = p.graph_id;
+  r.graph_node = p.graph_node;
   if (o) {
     r.outcome = outcome_name(o->outcome);
     r.reason = reason_name(o->reason);
@@ -618,6 +624,8 @@ void Profiler::on_range_launch(kreplay_callback_tracing_range_replay_data_t& p,
   d.plan = plan_for(info.agent_id.handle);
   auto& r = d.record;
   fill_launch(r, info, correlation_id);
+  r.graph_id = p.graph_id;
+  r.graph_node = p.graph_node;
   write_kernel_locked(info);
 }
 
@@ -818,11 +826,11 @@ void Profiler::on_trace(const kreplay_callback_tracing_kernel_dispatch_data_t& p
     if (range_mode() && p.replay_pass == 0 && p.dispatch_info.dispatch_id != tl_range_launch_id) {
       launches_.fetch_add(1, std::memory_order_relaxed);
       passes_.fetch_add(1, std::memory_order_relaxed);  // it runs once, as in kernel replay
+      // (Graph launches are ranges of their own, declined ones included: the range outcome
+      // counts them.)
       const uint32_t flags = p.dispatch_info.flags;
       kreplay_decline_reason_t why = KREPLAY_DECLINE_REASON_NONE;
-      if (flags & (KREPLAY_DISPATCH_FLAG_GRAPH | KREPLAY_DISPATCH_FLAG_CAPTURED)) {
-        why = KREPLAY_DECLINE_REASON_GRAPH_LAUNCH;
-      } else if (flags & KREPLAY_DISPATCH_FLAG_COLLECTIVE) {
+      if (flags & KREPLAY_DISPATCH_FLAG_COLLECTIVE) {
         why = KREPLAY_DECLINE_REASON_COLLECTIVE;
       } else if (flags & KREPLAY_DISPATCH_FLAG_DEVICE_HEAP) {
         why = KREPLAY_DECLINE_REASON_DEVICE_HEAP;

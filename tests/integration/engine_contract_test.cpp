@@ -612,25 +612,55 @@ TEST_F(Contract, DeclineDeviceHeapKernel) {
   EXPECT_EQ(x[0], updated(0.25f, 2));
 }
 
-TEST_F(Contract, DeclineStreamCaptureAndGraphLaunch) {
+// A launch whose arguments point into mapped host memory may wait for the host, which cannot act
+// while kreplay holds its thread. Its own run is a probe: one that does not finish in time is
+// declined WAITS_FOR_HOST and its thread released at once; launches made while it still runs are
+// declined without a drain that would wait for it; once it finished, replay resumes.
+TEST_F(Contract, DeclineLaunchesThatWaitForTheHost) {
+  auto o = sdk::Runtime::get().engine().options();
+  o.host_wait_ms = 50;
+  sdk::Runtime::get().engine().set_options(o);
   tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+  auto* flag = static_cast<uint32_t*>(*hostrt::malloc_host_mapped(sizeof(uint32_t)));
+  *flag = 0;
   float* x = make_buffer(64);
   auto s = *hostrt::stream_create();
-  ASSERT_TRUE(hostrt::stream_begin_capture(s).ok());
-  ASSERT_TRUE(launch_update(x, 64, s).ok());
-  auto g = hostrt::stream_end_capture(s);
-  ASSERT_TRUE(g.ok());
-  uint64_t captured = tool().last_dispatch_id();
-  EXPECT_EQ(tool().config_exit(captured)->outcome.reason, KREPLAY_DECLINE_REASON_STREAM_CAPTURE);
-  EXPECT_EQ(x[0], 0.25f);  // captured, not executed
-  ASSERT_TRUE(hostrt::graph_launch(*g, s).ok());
-  ASSERT_TRUE(hostrt::graph_launch(*g, s).ok());
+  ASSERT_TRUE(hostrt::launch_args(module().spin, {1}, {1}, s, flag).ok());
+  const auto* spin = tool().config_exit(tool().last_dispatch_id());
+  ASSERT_NE(spin, nullptr);
+  EXPECT_EQ(spin->outcome.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+  EXPECT_EQ(spin->outcome.reason, KREPLAY_DECLINE_REASON_WAITS_FOR_HOST);
+  EXPECT_STREQ(kreplay_get_decline_reason_name(KREPLAY_DECLINE_REASON_WAITS_FOR_HOST),
+               "waits_for_host");
+  ASSERT_TRUE(launch_update(x, 64).ok());  // the spinning launch still runs: no window
+  EXPECT_EQ(tool().config_exit(tool().last_dispatch_id())->outcome.reason,
+            KREPLAY_DECLINE_REASON_WAITS_FOR_HOST);
+  *flag = 1;  // the host acts: the first launch finishes
   ASSERT_TRUE(hostrt::stream_synchronize(s).ok());
-  uint64_t graph = tool().last_dispatch_id();
-  EXPECT_EQ(tool().config_exit(graph)->outcome.reason, KREPLAY_DECLINE_REASON_GRAPH_LAUNCH);
-  EXPECT_EQ(x[0], updated(0.25f, 2));  // each graph launch ran exactly once
-  EXPECT_EQ(*module().launch_counter, 2u);
+  sync();
+  ASSERT_TRUE(launch_update(x, 64).ok());
+  sync();
+  EXPECT_EQ(tool().config_exit(tool().last_dispatch_id())->outcome.outcome,
+            KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(x[0], updated(0.25f, 2));
   EXPECT_TRUE(hostrt::stream_destroy(s).ok());
+}
+
+// A launch over mapped host memory that does not wait is replayed after its probe: every pass is
+// a resubmission, the last is not restored, and memory holds one execution.
+TEST_F(Contract, HostMemoryLaunchesAreReplayedAfterTheirProbe) {
+  tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+  auto* x = static_cast<float*>(*hostrt::malloc_host_mapped(64 * sizeof(float)));
+  for (int i = 0; i < 64; ++i) x[i] = 0.25f;
+  ASSERT_TRUE(launch_update(x, 64).ok());
+  sync();
+  const auto* e = tool().config_exit(tool().last_dispatch_id());
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(e->outcome.passes_executed, 3u);
+  EXPECT_EQ(passes(e->dispatch_id, KREPLAY_CALLBACK_PHASE_ENTER).size(), 3u);
+  EXPECT_EQ(x[0], updated(0.25f, 1));
+  EXPECT_EQ(*module().launch_counter, 1u);
 }
 
 // A collective communication kernel (NCCL) waits for its peers; replayed alone it would wait for

@@ -58,6 +58,9 @@ void replay_cb(kreplay_callback_tracing_record_t rec, kreplay_user_data_t* user_
   e.name = p->dispatch_info.kernel_name;
   e.start = p->start_timestamp;
   e.end = p->end_timestamp;
+  e.flags = p->dispatch_info.flags;
+  e.graph_id = p->graph_id;
+  e.graph_node = p->graph_node;
   auto& t = state();
   Scenario sc;
   {

@@ -45,6 +45,8 @@ struct Event {
   kreplay_replay_outcome_record_t outcome{};  // CONFIG EXIT
   uint64_t start = 0, end = 0;                // KERNEL_DISPATCH EXIT
   std::string name;                           // kernel or module name (CODE_OBJECT)
+  uint32_t flags = 0;                         // KERNEL_REPLAY: dispatch_info.flags
+  uint64_t graph_id = 0, graph_node = 0;      // KERNEL_REPLAY: the payload's graph fields
   std::string mangled;
   uint64_t address = 0, bytes = 0;            // MEMORY_ALLOCATION
 };

@@ -403,6 +403,88 @@ TEST_F(Range, ADeviceHeapKernelClosesTheRangeAndRunsOnce) {
   EXPECT_EQ(exits[1].outcome.launches, 1u);
 }
 
+// Graph launches in range replay. Node profiling: the graph's kernel nodes, run one at a time
+// after its own launch, form a range of their own (closed at the end of the graph launch) and are
+// replayed as one; the memory ends as one execution of the graph leaves it.
+TEST_F(Range, AGraphsKernelNodesFormOneRange) {
+  auto o = sdk::Runtime::get().engine().options();
+  o.graph_nodes = true;
+  sdk::Runtime::get().engine().set_options(o);
+  float* x = buffer(256, 0.5f);
+  float* y = buffer(256, 0.25f);
+  update(x, 256);  // a range before the graph: the graph launch closes it
+  auto g = *hr::graph_create();
+  uint32_t n = 256;
+  void* xa[] = {&x, &n};
+  void* ya[] = {&y, &n};
+  ASSERT_TRUE(hr::graph_add_kernel(g, fx().update, {4}, {64}, xa).ok());
+  ASSERT_TRUE(hr::graph_add_kernel(g, fx().update, {4}, {64}, ya).ok());
+  ASSERT_TRUE(hr::graph_launch(g, stream_).ok());
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_EQ(x[3], expect(0.5f + 0.003f, 2));
+  EXPECT_EQ(y[3], expect(0.25f + 0.003f, 1));
+  EXPECT_EQ(*g_counter, 3u);
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_GRAPH);
+  EXPECT_EQ(exits[0].outcome.launches, 1u);
+  EXPECT_EQ(exits[1].outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(exits[1].outcome.close_reason, KREPLAY_RANGE_CLOSE_GRAPH);
+  EXPECT_EQ(exits[1].outcome.launches, 2u);
+  EXPECT_EQ(exits[1].outcome.passes_executed, 3u);
+}
+
+// Whole-graph profiling: a graph launch is a range of its own with one launch, replayed by
+// launching the graph again.
+TEST_F(Range, AWholeGraphIsARangeOfItsOwn) {
+  auto o = sdk::Runtime::get().engine().options();
+  o.graph_nodes = false;
+  sdk::Runtime::get().engine().set_options(o);
+  float* x = buffer(256, 0.5f);
+  auto g = *hr::graph_create();
+  uint32_t n = 256;
+  void* xa[] = {&x, &n};
+  ASSERT_TRUE(hr::graph_add_kernel(g, fx().update, {4}, {64}, xa).ok());
+  ASSERT_TRUE(hr::graph_add_kernel(g, fx().update, {4}, {64}, xa).ok());
+  ASSERT_TRUE(hr::graph_launch(g, stream_).ok());
+  update(x, 256);  // after the graph: a new range
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_EQ(x[3], expect(0.5f + 0.003f, 3));
+  EXPECT_EQ(*g_counter, 3u);
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[0].outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_GRAPH);
+  EXPECT_EQ(exits[0].outcome.launches, 1u);
+  EXPECT_EQ(exits[0].outcome.passes_executed, 3u);
+  EXPECT_EQ(exits[1].outcome.launches, 1u);
+  o.graph_nodes = true;
+  sdk::Runtime::get().engine().set_options(o);
+}
+
+// A graph that cannot be run again is a declined range of one launch: it runs once and its
+// outcome says why.
+TEST_F(Range, AGraphWithAHostNodeIsADeclinedRange) {
+  float* x = buffer(256, 0.5f);
+  static int calls;
+  calls = 0;
+  auto g = *hr::graph_create();
+  uint32_t n = 256;
+  void* xa[] = {&x, &n};
+  ASSERT_TRUE(hr::graph_add_kernel(g, fx().update, {4}, {64}, xa).ok());
+  ASSERT_TRUE(hr::graph_add_host(g, [](void*) { ++calls; }, nullptr).ok());
+  ASSERT_TRUE(hr::graph_launch(g, stream_).ok());
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(x[3], expect(0.5f + 0.003f, 1));
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].outcome.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+  EXPECT_EQ(exits[0].outcome.reason, KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE);
+  EXPECT_EQ(exits[0].outcome.launches, 1u);
+  EXPECT_EQ(exits[0].outcome.passes_executed, 1u);
+}
+
 TEST_F(Range, LaunchLimitSplitsRanges) {
   auto opt = options_;
   opt.max_launches = 3;

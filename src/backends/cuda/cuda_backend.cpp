@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "backends/cuda/graphs.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/memory/memory_ops.hpp"
 #include "common/logging.hpp"
@@ -83,6 +84,20 @@ void CudaDevice::note_stream(CUstream s) {
   streams_.insert(s);
 }
 
+bool CudaDevice::capture_active() { return any_capture_.load(std::memory_order_acquire); }
+
+void CudaDevice::capture_begun(CUstream s) {
+  std::lock_guard lock(captures_mu_);
+  capturing_.insert(s);
+  any_capture_.store(true, std::memory_order_release);
+}
+
+void CudaDevice::capture_ended(CUstream s) {
+  std::lock_guard lock(captures_mu_);
+  capturing_.erase(s);
+  any_capture_.store(!capturing_.empty(), std::memory_order_release);
+}
+
 void CudaDevice::forget_stream(CUstream s) {
   std::unique_lock lock(streams_mu_);
   streams_.erase(s);
@@ -96,7 +111,11 @@ Status CudaDevice::drain(uint64_t timeout_ms) {
     streams.assign(streams_.begin(), streams_.end());
   }
   // Poll every stream that carried work, so a stream that never finishes (a kernel waiting for
-  // the host or for another process) times out instead of hanging the application.
+  // the host or for another process) times out instead of hanging the application. A stream
+  // under capture is not asked: that would invalidate the capture.
+  if (capture_active()) {
+    return Error(KREPLAY_STATUS_ERROR, "a stream of the device is being captured into a graph");
+  }
   const uint64_t deadline = now_ns() + timeout_ms * 1000000ull;
   unsigned spins = 0;
   while (true) {
@@ -201,7 +220,144 @@ void CudaLaunch::record_end() {
 }
 
 bool CudaLaunch::recordable() const {
-  return api != LaunchApi::kGraph && !capturing && args_complete;
+  if (capturing) return false;
+  return api == LaunchApi::kGraph || args_complete;
+}
+
+void CudaLaunch::own_arguments() {
+  info_.arg_bytes = std::span<const std::byte>(args.data(), args.size());
+  if (args_buffer) {
+    own_args_size_ = args.size();
+    own_extra_ = {CU_LAUNCH_PARAM_BUFFER_POINTER, args.data(), CU_LAUNCH_PARAM_BUFFER_SIZE,
+                  &own_args_size_, CU_LAUNCH_PARAM_END};
+    extra = own_extra_.data();
+    params = nullptr;
+  } else {
+    own_params_.clear();
+    for (const auto& [off, size] : param_layout) own_params_.push_back(args.data() + off);
+    params = own_params_.empty() ? nullptr : own_params_.data();
+    extra = nullptr;
+  }
+}
+
+void CudaLaunch::set_launch_attributes(const unsigned cluster[3], bool cooperative) {
+  own_attrs_.clear();
+  if (cluster[0] > 0) {
+    CUlaunchAttribute a{};
+    a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    a.value.clusterDim.x = cluster[0];
+    a.value.clusterDim.y = cluster[1];
+    a.value.clusterDim.z = cluster[2];
+    own_attrs_.push_back(a);
+    info_.cluster = {cluster[0], cluster[1], cluster[2]};
+  }
+  if (cooperative) {
+    CUlaunchAttribute a{};
+    a.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    a.value.cooperative = 1;
+    own_attrs_.push_back(a);
+    info_.flags |= KREPLAY_DISPATCH_FLAG_COOPERATIVE;
+  }
+  own_config_ = {};
+  own_config_.gridDimX = grid[0];
+  own_config_.gridDimY = grid[1];
+  own_config_.gridDimZ = grid[2];
+  own_config_.blockDimX = block[0];
+  own_config_.blockDimY = block[1];
+  own_config_.blockDimZ = block[2];
+  own_config_.sharedMemBytes = shared_bytes;
+  own_config_.hStream = stream;
+  own_config_.attrs = own_attrs_.empty() ? nullptr : own_attrs_.data();
+  own_config_.numAttrs = static_cast<unsigned>(own_attrs_.size());
+  config = &own_config_;
+  api = LaunchApi::kKernelEx;
+}
+
+Result<std::vector<device::GraphStep>> CudaLaunch::decompose() {
+  if (api != LaunchApi::kGraph || exec_graph == nullptr || !graph_info.whole_only.empty()) {
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
+                 graph_info.whole_only.empty() ? "the graph's nodes are not known"
+                                               : "the graph has " + graph_info.whole_only);
+  }
+  std::vector<device::GraphStep> steps;
+  uint64_t index = 0;
+  for (const GraphNodeWork& n : exec_graph->nodes) {
+    device::GraphStep step;
+    switch (n.kind) {
+      case GraphNodeWork::Kind::kKernel: {
+        auto k = std::make_unique<CudaLaunch>();
+        k->device = device;
+        k->api = LaunchApi::kKernel;
+        k->f = n.f;
+        std::copy(std::begin(n.grid), std::end(n.grid), k->grid);
+        std::copy(std::begin(n.block), std::end(n.block), k->block);
+        k->shared_bytes = n.shared_bytes;
+        k->stream = stream;
+        k->args = n.args;
+        k->param_layout = n.layout;
+        k->args_buffer = n.layout.empty() && !n.args.empty();
+        k->args_complete = true;
+        k->own_arguments();
+        describe_kernel_launch(*k);
+        if (n.cluster[0] > 0 || n.cooperative) k->set_launch_attributes(n.cluster, n.cooperative);
+        auto& li = k->info_;
+        li.agent = info_.agent;
+        li.stream = info_.stream;
+        li.grid = {n.grid[0], n.grid[1], n.grid[2]};
+        li.block = {n.block[0], n.block[1], n.block[2]};
+        li.dynamic_shared_bytes = n.shared_bytes;
+        li.flags |= KREPLAY_DISPATCH_FLAG_GRAPH;
+        li.graph_id = graph_info.graph_id;
+        li.graph_node = index;
+        step.kernel = std::move(k);
+        break;
+      }
+      case GraphNodeWork::Kind::kCopy:
+        step.other = [s = stream, p = n.copy]() -> Status {
+          InternalScope internal;
+          KR_CU(cuMemcpy3DAsync(&p, s));
+          return Status::Ok();
+        };
+        break;
+      case GraphNodeWork::Kind::kMemset:
+        step.other = [s = stream, m = n.memset]() -> Status {
+          InternalScope internal;
+          switch (m.elementSize) {
+            case 1:
+              KR_CU(cuMemsetD2D8Async(m.dst, m.pitch, static_cast<unsigned char>(m.value), m.width,
+                                      m.height, s));
+              break;
+            case 2:
+              KR_CU(cuMemsetD2D16Async(m.dst, m.pitch, static_cast<unsigned short>(m.value),
+                                       m.width, m.height, s));
+              break;
+            default:
+              KR_CU(cuMemsetD2D32Async(m.dst, m.pitch, m.value, m.width, m.height, s));
+              break;
+          }
+          return Status::Ok();
+        };
+        break;
+    }
+    steps.push_back(std::move(step));
+    ++index;
+  }
+  return steps;
+}
+
+Status CudaLaunch::wait_stream(uint64_t timeout_ms) {
+  InternalScope internal;
+  const uint64_t deadline = now_ns() + timeout_ms * 1000000ull;
+  while (true) {
+    CUresult r = cuStreamQuery(stream);
+    if (r == CUDA_SUCCESS) return Status::Ok();
+    if (r != CUDA_ERROR_NOT_READY) return cu_error(r, "cuStreamQuery");
+    if (now_ns() > deadline) {
+      return Error(KREPLAY_STATUS_ERROR,
+                   fmt::format("the stream did not finish within {} ms", timeout_ms));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
 }
 
 std::unique_ptr<device::Launch> CudaLaunch::record() {
@@ -219,19 +375,11 @@ std::unique_ptr<device::Launch> CudaLaunch::record() {
   c->args_complete = true;
   c->args_buffer = args_buffer;
   c->param_layout = param_layout;
-  c->info_.arg_bytes = std::span<const std::byte>(c->args.data(), c->args.size());
+  c->graph_exec = graph_exec;
+  c->exec_graph = exec_graph;
+  c->graph_info = graph_info;
   // Parameters point into the copy's own bytes.
-  if (args_buffer) {
-    c->own_args_size_ = c->args.size();
-    c->own_extra_ = {CU_LAUNCH_PARAM_BUFFER_POINTER, c->args.data(), CU_LAUNCH_PARAM_BUFFER_SIZE,
-                     &c->own_args_size_, CU_LAUNCH_PARAM_END};
-    c->extra = c->own_extra_.data();
-    c->params = nullptr;
-  } else {
-    for (const auto& [off, size] : c->param_layout) c->own_params_.push_back(c->args.data() + off);
-    c->params = c->own_params_.empty() ? nullptr : c->own_params_.data();
-    c->extra = nullptr;
-  }
+  c->own_arguments();
   if (api == LaunchApi::kKernelEx && config != nullptr) {
     c->own_config_ = *config;
     c->own_attrs_.assign(config->attrs, config->attrs + config->numAttrs);
@@ -268,7 +416,7 @@ Status CudaLaunch::relaunch() {
       break;
     }
     case LaunchApi::kGraph:
-      r = cuGraphLaunch(graph, stream);
+      r = cuGraphLaunch(graph_exec, stream);
       break;
   }
   if (r != CUDA_SUCCESS) return cu_error(r, "relaunch");

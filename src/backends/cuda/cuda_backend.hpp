@@ -21,6 +21,7 @@
 namespace kreplay::cuda {
 
 class MemoryOps;
+struct ExecGraph;
 
 /// "cuXxx failed: CUDA_ERROR_YYY (message)".
 Status cu_error(CUresult r, const char* what);
@@ -56,6 +57,11 @@ class CudaDevice final : public device::Device {
     return v > 0 ? static_cast<uint64_t>(v) : 0;
   }
   void add_untracked(int64_t bytes) { untracked_.fetch_add(bytes, std::memory_order_relaxed); }
+  /// Stream captures in progress on the device: while one is, kreplay neither synchronizes nor
+  /// queries streams (that would invalidate the capture), so windows are declined.
+  bool capture_active() override;
+  void capture_begun(CUstream s);
+  void capture_ended(CUstream s);
 
   void set_counters(device::CounterBackend* c) { counters_ = c; }
   void set_chip(const std::string& chip) { desc_.chip = chip; }
@@ -78,6 +84,9 @@ class CudaDevice final : public device::Device {
   std::set<CUstream> streams_;
   device::CounterBackend* counters_ = nullptr;
   std::atomic<int64_t> untracked_{0};
+  std::mutex captures_mu_;
+  std::set<CUstream> capturing_;
+  std::atomic<bool> any_capture_{false};
 };
 
 /// Which API the application used, so passes > 0 are submitted the same way.
@@ -91,10 +100,20 @@ class CudaLaunch final : public device::Launch {
   Status wait(uint64_t timeout_ms, device::PassTiming* timing) override;
   std::unique_ptr<device::Launch> record() override;
   bool recordable() const override;
+  const device::GraphInfo* graph() const override {
+    return api == LaunchApi::kGraph ? &graph_info : nullptr;
+  }
+  Result<std::vector<device::GraphStep>> decompose() override;
+  Status wait_stream(uint64_t timeout_ms) override;
 
   /// Record the event that marks the start of a submission (before it), and its end (after).
   void record_start();
   void record_end();
+  /// Point the parameters at this launch's own argument bytes (`args`, laid out by
+  /// `param_layout`, or one buffer when `args_buffer`), so it can be submitted on its own.
+  void own_arguments();
+  /// cuLaunchKernelEx with these attributes (a graph's kernel node with a cluster or cooperative).
+  void set_launch_attributes(const unsigned cluster[3], bool cooperative);
 
   device::LaunchInfo info_;
   LaunchApi api = LaunchApi::kKernel;
@@ -105,7 +124,9 @@ class CudaLaunch final : public device::Launch {
   void** params = nullptr;
   void** extra = nullptr;
   const CUlaunchConfig* config = nullptr;
-  CUgraphExec graph = nullptr;
+  CUgraphExec graph_exec = nullptr;
+  std::shared_ptr<const ExecGraph> exec_graph;  ///< what the walk of `graph_exec` found (graphs.hpp)
+  device::GraphInfo graph_info;                 ///< for the engine (graph())
   bool capturing = false;  ///< the stream is under capture: nothing executes, no events
   std::vector<std::byte> args;
   bool args_complete = false;  ///< args holds every parameter (recordable)
@@ -132,5 +153,9 @@ class CudaLaunch final : public device::Launch {
 /// Start kreplay's CUDA side: subscribe to CUPTI and enable the callbacks. Idempotent. Returns
 /// false (after one clear line) when CUPTI is already held by another tool.
 bool start_interception();
+
+/// Fill @p l's LaunchInfo for its function `f` (kernel id, names, registers, flags, argument
+/// bytes), as for an intercepted launch (interceptor.cpp).
+void describe_kernel_launch(CudaLaunch& l);
 
 }  // namespace kreplay::cuda

@@ -25,6 +25,7 @@
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/cuda_counters.hpp"
 #include "backends/cuda/cupti/range_profiler.hpp"
+#include "backends/cuda/graphs.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/module_symbols.hpp"
 #include "backends/cuda/vmm_tracker.hpp"
@@ -85,7 +86,6 @@ struct State {
   std::map<CUdevice, std::unique_ptr<InventorySink>> vmm_sinks;
   std::map<CUdevice, std::unique_ptr<VmmTracker>> vmm_trackers;
 
-  uint64_t graph_kernel_id = 0;
 
   // Surface-writable CUDA arrays (CUarray or CUmipmappedArray handle) -> device and bytes.
   std::mutex arrays_mu;
@@ -112,6 +112,7 @@ struct InFlight {
   std::unique_ptr<CudaLaunch> launch;
   replay::DispatchState* st = nullptr;
   replay::Engine::MemoryGuard guard;
+  CudaDevice* device = nullptr;
 };
 
 // ---- devices and contexts ---------------------------------------------------------------------
@@ -339,6 +340,17 @@ FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
 
 // ---- launches ---------------------------------------------------------------------------------
 
+// Calls that change an executable graph: cuGraphExec*SetParams*, cuGraphExecUpdate*,
+// cuGraphNodeSetEnabled (each takes the CUgraphExec as its first parameter).
+bool is_graph_exec_change(const char* name) {
+  if (name == nullptr) return false;
+  std::string_view n(name);
+  if (n.rfind("cuGraphNodeSetEnabled", 0) == 0) return true;
+  return n.rfind("cuGraphExec", 0) == 0 &&
+         (n.find("SetParams") != std::string_view::npos || n.find("Update") != std::string_view::npos ||
+          n.find("SetEvent") != std::string_view::npos);
+}
+
 bool capture_status(CUstream stream) {
   InternalScope internal;
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -393,6 +405,37 @@ void take_launch_params(CudaLaunch& l, const Params& p) {
   l.shared_bytes = p.sharedMemBytes;
   l.stream = p.hStream;
   l.params = p.kernelParams;
+}
+
+// The launch's kernel as the engine names it.
+void fill_kernel_info(CudaLaunch& l, const FuncInfo& fi) {
+  auto& li = l.info_;
+  li.kernel_id = fi.kernel_id;
+  li.kernel_name = fi.entry->demangled.c_str();
+  li.mangled_name = fi.entry->mangled.c_str();
+  li.flags |= fi.entry->dispatch_flags;
+  li.registers = fi.registers;
+  li.static_shared_bytes = fi.static_shared;
+}
+
+// A graph launch: what the walk of its executable graph found, and a kernel name per graph
+// ("cuda graph 3", with the reason when its nodes cannot be profiled one by one).
+void describe_graph_launch(CudaLaunch& l) {
+  auto g = graph_tracker().find(l.graph_exec);
+  l.exec_graph = g;
+  l.graph_info.graph_id = g->id;
+  l.graph_info.kernel_nodes = g->kernel_nodes;
+  l.graph_info.unreplayable = g->unreplayable;
+  l.graph_info.whole_only = g->whole_only;
+  std::string name = fmt::format("cuda graph {}", g->id);
+  if (!g->whole_only.empty()) name += fmt::format(" (profiled as a whole: {})", g->whole_only);
+  auto& li = l.info_;
+  li.kernel_id = kernel_id_for(l.device->agent, name);
+  const auto* e = sdk::Runtime::get().kernel(li.kernel_id);
+  li.kernel_name = e->demangled.c_str();
+  li.mangled_name = e->mangled.c_str();
+  li.flags |= KREPLAY_DISPATCH_FLAG_GRAPH | KREPLAY_DISPATCH_FLAG_GRAPH_WHOLE;
+  li.graph_id = g->id;
 }
 
 void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
@@ -455,9 +498,8 @@ void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch: {
       auto* p = static_cast<const cuGraphLaunch_params*>(cb->functionParams);
       l.api = LaunchApi::kGraph;
-      l.graph = p->hGraph;
+      l.graph_exec = p->hGraph;
       l.stream = p->hStream;
-      l.info_.flags |= KREPLAY_DISPATCH_FLAG_GRAPH;
       break;
     }
     default:
@@ -465,6 +507,9 @@ void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   }
   // A per-thread-stream call with the default stream means this thread's default stream.
   if (ptsz && l.stream == nullptr) l.stream = CU_STREAM_PER_THREAD;
+  // A launch into a stream under capture executes nothing: it becomes a node of the graph being
+  // captured, and the graph's launches are what kreplay sees.
+  if (capture_status(l.stream)) return;
 
   auto& li = l.info_;
   li.agent.handle = dev->agent;
@@ -473,26 +518,21 @@ void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   li.block = {l.block[0], l.block[1], l.block[2]};
   li.dynamic_shared_bytes = l.shared_bytes;
   if (l.api == LaunchApi::kGraph) {
-    if (state().graph_kernel_id == 0) state().graph_kernel_id = kernel_id_for(dev->agent, "<cuda graph>");
-    li.kernel_id = state().graph_kernel_id;
-    const auto* e = sdk::Runtime::get().kernel(li.kernel_id);
-    li.kernel_name = e->demangled.c_str();
-    li.mangled_name = e->mangled.c_str();
+    describe_graph_launch(l);
   } else {
     FuncInfo* fi = func_info(dev, l.f, cb->symbolName);
-    li.kernel_id = fi->kernel_id;
-    li.kernel_name = fi->entry->demangled.c_str();
-    li.mangled_name = fi->entry->mangled.c_str();
-    li.flags |= fi->entry->dispatch_flags;
-    li.registers = fi->registers;
-    li.static_shared_bytes = fi->static_shared;
+    fill_kernel_info(l, *fi);
     pack_args(l, *fi);
   }
-  l.capturing = capture_status(l.stream);
-  if (l.capturing) li.flags |= KREPLAY_DISPATCH_FLAG_CAPTURED;
   dev->note_stream(l.stream);
 
   auto* inflight = new InFlight();  // NOLINT: owned through correlationData until EXIT
+  inflight->device = dev;
+  // A graph whose free nodes free memory it did not allocate: that memory goes with the launch.
+  if (l.exec_graph && !l.exec_graph->frees.empty()) {
+    inflight->guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
+    for (CUdeviceptr p : l.exec_graph->frees) sdk::Runtime::get().on_free(dev->agent, p);
+  }
   inflight->launch = std::move(launch);
   inflight->st = sdk::Runtime::get().engine().enter(l);
   // Events time the submission when something waits for it: a replay window, a service, or a
@@ -510,6 +550,13 @@ void launch_exit(const CUpti_CallbackData* cb) {
   if (ok && (inflight->st->window || inflight->st->wait_needed || inflight->st->in_range))
     inflight->launch->record_end();
   sdk::Runtime::get().engine().exit(inflight->st, ok);
+  // A graph's allocations that outlive its launch are memory like any other from now on.
+  const auto& g = inflight->launch->exec_graph;
+  if (ok && g) {
+    for (const auto& [p, size] : g->allocates) {
+      sdk::Runtime::get().on_allocate(inflight->device->agent, p, size, KREPLAY_MEMORY_KIND_POOL);
+    }
+  }
 }
 
 // ---- memory -----------------------------------------------------------------------------------
@@ -632,13 +679,14 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
       auto* p = static_cast<const cuMemAllocAsync_params*>(cb->functionParams);
-      if (ok) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL);
+      // Under capture the call makes an allocation node: the graph's launches own that memory.
+      if (ok && !capture_status(p->hStream)) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
       auto* p = static_cast<const cuMemAllocFromPoolAsync_params*>(cb->functionParams);
-      if (ok) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL);
+      if (ok && !capture_status(p->hStream)) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc:
@@ -690,7 +738,12 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
       auto* p = static_cast<const cuMemFreeAsync_params*>(cb->functionParams);
-      if (enter) retire(cb->context, p->dptr, cb); else release_enter_state(cb);
+      // Under capture the call makes a free node: the memory goes when the graph runs it.
+      if (enter) {
+        if (!capture_status(p->hStream)) retire(cb->context, p->dptr, cb);
+      } else {
+        release_enter_state(cb);
+      }
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost: {
@@ -756,7 +809,34 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
       }
       break;
     }
+    // ---- stream capture: while one is in progress, the device is not synchronized ----
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz: {
+      // Every variant's first parameter is the stream.
+      CUstream s = *static_cast<const CUstream*>(cb->functionParams);
+      CudaDevice* dev = device_of_context(cb->context);
+      if (ok && dev) dev->capture_begun(s);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz: {
+      CUstream s = *static_cast<const CUstream*>(cb->functionParams);
+      CudaDevice* dev = device_of_context(cb->context);
+      if (!enter && dev) dev->capture_ended(s);
+      break;
+    }
     default:
+      // An executable graph changed after instantiation (its nodes' parameters, an update, nodes
+      // enabled or disabled): its launches are profiled as a whole from now on. Every such call
+      // takes the executable graph first.
+      if (ok && is_graph_exec_change(cb->functionName)) {
+        graph_tracker().on_exec_modified(*static_cast<const CUgraphExec*>(cb->functionParams),
+                                         "changed after instantiation");
+      }
       break;
   }
 }
@@ -876,6 +956,21 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
         case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
           on_module_unloading(static_cast<const CUpti_ModuleResourceData*>(r->resourceDescriptor));
           break;
+        case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: {
+          const auto* g = static_cast<const CUpti_GraphData*>(r->resourceDescriptor);
+          if (g) graph_tracker().on_exec_created(g->graphExec, g->graph);
+          break;
+        }
+        case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: {
+          const auto* g = static_cast<const CUpti_GraphData*>(r->resourceDescriptor);
+          if (g) graph_tracker().on_exec_destroyed(g->graphExec);
+          break;
+        }
+        case CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS: {
+          const auto* g = static_cast<const CUpti_GraphData*>(r->resourceDescriptor);
+          if (g && g->graphExec) graph_tracker().on_exec_modified(g->graphExec, "changed after instantiation");
+          break;
+        }
         case CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING: {
           CudaDevice* dev = device_of_context(r->context);
           if (dev) dev->forget_stream(r->resourceHandle.stream);
@@ -966,6 +1061,11 @@ void print_costs() {
 
 }  // namespace
 
+void describe_kernel_launch(CudaLaunch& l) {
+  FuncInfo* fi = func_info(l.device, l.f, nullptr);
+  fill_kernel_info(l, *fi);
+}
+
 bool start_interception() {
   static std::once_flag once;
   static bool started = false;
@@ -994,7 +1094,8 @@ bool start_interception() {
     for (CUpti_CallbackId id :
          {CUPTI_CBID_RESOURCE_CU_INIT_FINISHED, CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
           CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
-          CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING}) {
+          CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
+          CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS}) {
       enable(CUPTI_CB_DOMAIN_RESOURCE, id);
     }
     for (CUpti_CallbackId id : {
@@ -1016,14 +1117,21 @@ bool start_interception() {
              CUPTI_DRIVER_TRACE_CBID_cuMemRelease, CUPTI_DRIVER_TRACE_CBID_cuMemMap,
              CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess,
              CUPTI_DRIVER_TRACE_CBID_cuArray3DCreate_v2, CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayCreate,
-             CUPTI_DRIVER_TRACE_CBID_cuArrayDestroy, CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayDestroy}) {
+             CUPTI_DRIVER_TRACE_CBID_cuArrayDestroy, CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayDestroy,
+             CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
+             CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
+             CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
+             CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,
+             CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
+             CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz}) {
       enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
     }
-    // Copies and memsets: every cbid whose API name starts with cuMemcpy or cuMemset.
+    // Copies and memsets: every cbid whose API name starts with cuMemcpy or cuMemset; and every
+    // call that changes an executable graph.
     for (CUpti_CallbackId id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
       const char* name = nullptr;
       if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) == CUPTI_SUCCESS &&
-          is_copy_or_set(name)) {
+          (is_copy_or_set(name) || is_graph_exec_change(name))) {
         enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
       }
     }

@@ -319,7 +319,7 @@ Result<std::shared_ptr<device::CounterSet>> HostDevice::create(const std::vector
 }
 
 Status HostDevice::begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) {
-  auto* hl = dynamic_cast<HostLaunch*>(&launch);
+  auto* hl = dynamic_cast<HostWork*>(&launch);
   if (hl == nullptr) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "not a host launch");
   std::vector<std::string> all;
   for (auto* s : sets) {
@@ -339,13 +339,11 @@ Status HostDevice::begin_pass(device::Launch& launch, std::span<device::CounterS
 }
 
 Result<std::vector<std::vector<device::CounterValue>>> HostDevice::end_pass(device::Launch& launch) {
-  auto* hl = dynamic_cast<HostLaunch*>(&launch);
+  auto* hl = dynamic_cast<HostWork*>(&launch);
   if (hl == nullptr) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "not a host launch");
   std::vector<std::vector<device::CounterValue>> out;
   const ExecRecord* rec = hl->last.get();
-  for (const auto& names : hl->armed) {
-    out.push_back(values_of(names, hl->record_only ? nullptr : rec));
-  }
+  for (const auto& names : hl->armed) out.push_back(values_of(names, rec));
   hl->armed.clear();
   return out;
 }
@@ -355,7 +353,9 @@ void HostDevice::note_submission(const std::shared_ptr<ExecRecord>& rec) {
   if (range_active_) range_records_.push_back(rec);
 }
 
-Status HostDevice::begin_range_pass(device::CounterSet* set, bool /*first_pass*/) {
+Status HostDevice::begin_range_pass(device::CounterSet* set, bool /*first_pass*/,
+                                    bool /*whole_graph*/) {
+  // A graph launch notes one execution record for all its kernels: one value set either way.
   if (set->names().size() > counters_per_pass_) {
     return Error(KREPLAY_STATUS_ERROR_EXCEEDS_HW_LIMIT,
                  fmt::format("the config needs {} counters; the host device collects {} per pass",
@@ -393,11 +393,7 @@ Status HostLaunch::submit() {
   }
   auto rec = std::make_shared<ExecRecord>();
   last = rec;
-  if (device != nullptr && !record_only) device->note_submission(rec);
-  if (record_only) {
-    rec->finish();
-    return Status::Ok();
-  }
+  if (device != nullptr) device->note_submission(rec);
   stream->enqueue([rec, fn = fn, grid = grid, block = block, args = args, offsets = offsets] {
     rec->start_ns = now_ns();
     ThreadContext ctx;
@@ -411,9 +407,7 @@ Status HostLaunch::submit() {
   return Status::Ok();
 }
 
-Status HostLaunch::relaunch() { return submit(); }
-
-Status HostLaunch::wait(uint64_t timeout_ms, device::PassTiming* timing) {
+Status HostWork::wait(uint64_t timeout_ms, device::PassTiming* timing) {
   if (!last) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "nothing was submitted");
   if (!last->wait(timeout_ms)) {
     return Error(KREPLAY_STATUS_ERROR,
@@ -422,9 +416,130 @@ Status HostLaunch::wait(uint64_t timeout_ms, device::PassTiming* timing) {
   if (timing) {
     timing->start_ns = last->start_ns;
     timing->end_ns = last->end_ns;
-    if (record_only) timing->start_ns = timing->end_ns = now_ns();
   }
   return Status::Ok();
+}
+
+Status HostWork::wait_stream(uint64_t timeout_ms) {
+  if (!stream->wait_idle(timeout_ms)) {
+    return Error(KREPLAY_STATUS_ERROR,
+                 fmt::format("stream {} did not become idle within {} ms", stream->id(), timeout_ms));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Every node of a graph in order, accumulating the kernels' counts into @p total.
+void run_nodes(const std::vector<HostGraphNode>& nodes, ExecRecord& total) {
+  for (const auto& n : nodes) {
+    switch (n.kind) {
+      case HostGraphNode::Kind::kKernel: {
+        ExecRecord one;
+        ThreadContext ctx;
+        ctx.grid_dim = n.grid;
+        ctx.block_dim = n.block;
+        Executor::run(n.fn, ctx, n.args.data(), n.offsets.data(), one);
+        total.threads += one.threads;
+        total.blocks += one.blocks;
+        total.bytes_read += one.bytes_read;
+        total.bytes_written += one.bytes_written;
+        total.ops += one.ops;
+        break;
+      }
+      case HostGraphNode::Kind::kCopy:
+        std::memcpy(n.dst, n.src, n.bytes);
+        break;
+      case HostGraphNode::Kind::kHost:
+        n.host_fn(n.host_data);
+        break;
+      case HostGraphNode::Kind::kConditional:
+        if (*n.flag != 0) run_nodes(n.body, total);
+        break;
+    }
+  }
+}
+
+void count_nodes(const std::vector<HostGraphNode>& nodes, device::GraphInfo& g) {
+  for (const auto& n : nodes) {
+    if (n.kind == HostGraphNode::Kind::kKernel) ++g.kernel_nodes;
+    if (n.kind == HostGraphNode::Kind::kHost) g.unreplayable = KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE;
+    if (n.kind == HostGraphNode::Kind::kConditional) {
+      g.whole_only = "conditional nodes";
+      count_nodes(n.body, g);
+    }
+  }
+}
+
+}  // namespace
+
+void HostGraphLaunch::describe(uint64_t graph_id) {
+  graph_ = {};
+  graph_.graph_id = graph_id;
+  count_nodes(nodes, graph_);
+  info_.graph_id = graph_id;
+}
+
+std::unique_ptr<device::Launch> HostGraphLaunch::record() {
+  return std::make_unique<HostGraphLaunch>(*this);
+}
+
+Status HostGraphLaunch::submit() {
+  auto rec = std::make_shared<ExecRecord>();
+  last = rec;
+  if (device != nullptr) device->note_submission(rec);
+  stream->enqueue([rec, nodes = nodes] {
+    rec->start_ns = now_ns();
+    run_nodes(nodes, *rec);
+    rec->end_ns = now_ns();
+    if (rec->end_ns == rec->start_ns) ++rec->end_ns;
+    rec->finish();
+  });
+  return Status::Ok();
+}
+
+Result<std::vector<device::GraphStep>> HostGraphLaunch::decompose() {
+  if (!graph_.whole_only.empty()) {
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
+                 fmt::format("the graph has {}", graph_.whole_only));
+  }
+  std::vector<device::GraphStep> steps;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const HostGraphNode& n = nodes[i];
+    device::GraphStep step;
+    if (n.kind == HostGraphNode::Kind::kKernel) {
+      auto k = std::make_unique<HostLaunch>();
+      k->fn = n.fn;
+      k->grid = n.grid;
+      k->block = n.block;
+      k->args = n.args;
+      k->offsets = n.offsets;
+      k->stream = stream;
+      k->device = device;
+      auto& li = k->info_;
+      li.agent = info_.agent;
+      li.stream = info_.stream;
+      li.kernel_id = n.kernel_id;
+      li.kernel_name = n.kernel_name;
+      li.mangled_name = n.mangled_name;
+      li.grid = {n.grid.x, n.grid.y, n.grid.z};
+      li.block = {n.block.x, n.block.y, n.block.z};
+      li.flags = n.dispatch_flags | KREPLAY_DISPATCH_FLAG_GRAPH;
+      li.arg_bytes = std::span<const std::byte>(k->args.data(), k->args.size());
+      li.graph_id = graph_.graph_id;
+      li.graph_node = i;
+      step.kernel = std::move(k);
+    } else if (n.kind == HostGraphNode::Kind::kCopy) {
+      step.other = [s = stream, dst = n.dst, src = n.src, bytes = n.bytes] {
+        s->enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
+        return Status::Ok();
+      };
+    } else {
+      return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "the graph has a host-function node");
+    }
+    steps.push_back(std::move(step));
+  }
+  return steps;
 }
 
 }  // namespace kreplay::hostrt

@@ -92,7 +92,7 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   Result<std::shared_ptr<device::CounterSet>> create(const std::vector<std::string>& names) override;
   Status begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_pass(device::Launch& launch) override;
-  Status begin_range_pass(device::CounterSet* set, bool first_pass) override;
+  Status begin_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_range_pass(size_t launches) override;
 
   /// A launch was submitted: record its execution for an open range counter session.
@@ -119,32 +119,79 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   uint32_t counters_per_pass_;
   std::mutex range_mu_;
   bool range_active_ = false;
+  bool range_whole_graph_ = false;
   std::vector<std::string> range_names_;
   std::vector<std::shared_ptr<ExecRecord>> range_records_;
 };
 
-/// The launch the engine sees: owns a copy of the argument bytes, so passes > 0 resubmit it.
-class HostLaunch final : public device::Launch {
+/// What the host device executes as one submission: a kernel launch or a graph launch.
+class HostWork : public device::Launch {
  public:
   const device::LaunchInfo& info() const override { return info_; }
-  Status relaunch() override;
+  Status relaunch() override { return submit(); }
   Status wait(uint64_t timeout_ms, device::PassTiming* timing) override;
-  std::unique_ptr<device::Launch> record() override;
-  bool recordable() const override { return !record_only; }
-
-  /// Submit to the stream (pass 0 and relaunches). Fails for an invalid configuration.
-  Status submit();
+  Status wait_stream(uint64_t timeout_ms) override;
+  bool completed() override { return last != nullptr && last->wait(0); }
 
   device::LaunchInfo info_;
+  std::shared_ptr<HostStream> stream;
+  HostDevice* device = nullptr;
+  std::shared_ptr<ExecRecord> last;             ///< the latest submission
+  std::vector<std::vector<std::string>> armed;  ///< counter sets to read after the submission
+};
+
+/// A kernel launch: owns a copy of the argument bytes, so passes > 0 resubmit it.
+class HostLaunch final : public HostWork {
+ public:
+  std::unique_ptr<device::Launch> record() override;
+  bool recordable() const override { return true; }
+  /// Submit to the stream (pass 0 and relaunches). Fails for an invalid configuration.
+  Status submit() override;
+
   std::vector<std::byte> args;
   std::vector<uint32_t> offsets;
   KernelFn fn = nullptr;
   Dim3 grid, block;
-  std::shared_ptr<HostStream> stream;
-  HostDevice* device = nullptr;
-  bool record_only = false;  ///< captured: recorded into a graph instead of executed
-  std::shared_ptr<ExecRecord> last;
-  std::vector<std::vector<std::string>> armed;  ///< counter sets to read after the submission
+};
+
+/// One node of a host-device graph.
+struct HostGraphNode {
+  enum class Kind { kKernel, kCopy, kHost, kConditional } kind = Kind::kKernel;
+  // kKernel
+  KernelFn fn = nullptr;
+  Dim3 grid, block;
+  std::vector<std::byte> args;
+  std::vector<uint32_t> offsets;
+  uint64_t kernel_id = 0;  ///< SDK kernel id
+  const char* kernel_name = "";
+  const char* mangled_name = "";
+  uint32_t dispatch_flags = 0;
+  // kCopy
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t bytes = 0;
+  // kHost
+  void (*host_fn)(void*) = nullptr;
+  void* host_data = nullptr;
+  // kConditional: the body's nodes run when *flag != 0
+  const uint32_t* flag = nullptr;
+  std::vector<HostGraphNode> body;
+};
+
+/// A graph launch: all the graph's nodes as one submission; decompose() gives them one by one.
+class HostGraphLaunch final : public HostWork {
+ public:
+  std::unique_ptr<device::Launch> record() override;
+  bool recordable() const override { return true; }
+  Status submit() override;
+  const device::GraphInfo* graph() const override { return &graph_; }
+  Result<std::vector<device::GraphStep>> decompose() override;
+
+  /// Fill graph() from the nodes (kernel count, host nodes, conditional nodes).
+  void describe(uint64_t graph_id);
+
+  std::vector<HostGraphNode> nodes;
+  device::GraphInfo graph_;
 };
 
 }  // namespace kreplay::hostrt

@@ -45,12 +45,6 @@ struct ModuleRec {
   bool loaded = true;
 };
 
-struct GraphNode {
-  Kernel kernel;
-  Dim3 grid, block;
-  std::vector<std::byte> args;
-};
-
 class Runtime {
  public:
   static Runtime& get() {
@@ -135,7 +129,8 @@ class Runtime {
   std::map<uintptr_t, Allocation> allocations_;
   std::vector<std::unique_ptr<KernelRec>> kernels_;
   std::vector<std::unique_ptr<ModuleRec>> modules_;
-  std::vector<std::vector<GraphNode>> graphs_;
+  std::vector<std::vector<HostGraphNode>> graphs_;
+  std::map<Graph, uint64_t> graph_kernel_ids_;  // graph -> SDK kernel id of its whole-graph dispatch
   Stream next_stream_ = 1;
 
  private:
@@ -146,7 +141,8 @@ Runtime& rt() { return Runtime::get(); }
 
 constexpr size_t kAlign = 256;
 
-Result<void*> allocate(size_t bytes, int device, bool tracked) {
+Result<void*> allocate(size_t bytes, int device, bool tracked,
+                       kreplay_memory_kind_t kind = KREPLAY_MEMORY_KIND_DEVICE) {
   ASSIGN_OR_RETURN(HostDevice * dev, rt().checked_device(device));
   sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MEMORY);
   if (bytes == 0) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "allocation of 0 bytes");
@@ -165,8 +161,7 @@ Result<void*> allocate(size_t bytes, int device, bool tracked) {
     rt().allocations_[reinterpret_cast<uintptr_t>(p)] = {bytes, device, tracked};
   }
   if (tracked) {
-    sdk::Runtime::get().on_allocate(dev->agent, reinterpret_cast<uint64_t>(p), bytes,
-                                    KREPLAY_MEMORY_KIND_DEVICE);
+    sdk::Runtime::get().on_allocate(dev->agent, reinterpret_cast<uint64_t>(p), bytes, kind);
   } else {
     dev->add_untracked(static_cast<int64_t>(bytes));
   }
@@ -189,6 +184,9 @@ const Config& config() { return rt().config_; }
 
 Result<void*> malloc(size_t bytes, int device) { return allocate(bytes, device, true); }
 Result<void*> malloc_untracked(size_t bytes, int device) { return allocate(bytes, device, false); }
+Result<void*> malloc_host_mapped(size_t bytes, int device) {
+  return allocate(bytes, device, true, KREPLAY_MEMORY_KIND_HOST_MAPPED);
+}
 
 Status free(void* ptr) {
   RETURN_IF_ERROR(rt().ensure());
@@ -400,6 +398,21 @@ Result<void*> get_global(Module module, std::string_view name) {
 
 namespace {
 
+HostGraphNode kernel_node(const KernelRec& rec, Dim3 grid, Dim3 block, std::vector<std::byte> args) {
+  HostGraphNode n;
+  n.kind = HostGraphNode::Kind::kKernel;
+  n.fn = rec.desc.fn;
+  n.grid = grid;
+  n.block = block;
+  n.args = std::move(args);
+  n.offsets = rec.offsets;
+  n.kernel_id = rec.sdk_kernel_id;
+  n.kernel_name = rec.entry->demangled.c_str();
+  n.mangled_name = rec.entry->mangled.c_str();
+  n.dispatch_flags = rec.entry->dispatch_flags;
+  return n;
+}
+
 Status launch_impl(Kernel kernel, Dim3 grid, Dim3 block, Stream stream, const std::byte* packed,
                    void* const* params, uint32_t flags) {
   RETURN_IF_ERROR(rt().ensure());
@@ -434,10 +447,14 @@ Status launch_impl(Kernel kernel, Dim3 grid, Dim3 block, Stream stream, const st
     }
   }
   {
-    std::shared_lock lock(rt().mu_);
-    if (s->capturing) flags |= KREPLAY_DISPATCH_FLAG_CAPTURED;
+    // A launch into a capturing stream is recorded into the graph, not executed: it is not a
+    // dispatch (the graph's launches are).
+    std::unique_lock lock(rt().mu_);
+    if (s->capturing) {
+      rt().graphs_[s->capture_graph - 1].push_back(kernel_node(*rec, grid, block, launch.args));
+      return Status::Ok();
+    }
   }
-  launch.record_only = (flags & KREPLAY_DISPATCH_FLAG_CAPTURED) != 0;
   auto& li = launch.info_;
   li.agent.handle = dev->agent;
   li.stream.handle = stream;
@@ -452,12 +469,21 @@ Status launch_impl(Kernel kernel, Dim3 grid, Dim3 block, Stream stream, const st
   auto& engine = sdk::Runtime::get().engine();
   replay::DispatchState* st = engine.enter(launch);
   Status submitted = launch.submit();
-  if (submitted.ok() && launch.record_only) {
-    std::unique_lock lock(rt().mu_);
-    rt().graphs_[s->capture_graph - 1].push_back({kernel, grid, block, launch.args});
-  }
   engine.exit(st, submitted.ok());
   return submitted;
+}
+
+Result<KernelRec*> kernel_rec(Kernel kernel) {
+  std::shared_lock lock(rt().mu_);
+  if (kernel == 0 || kernel > rt().kernels_.size())
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown kernel");
+  return rt().kernels_[kernel - 1].get();
+}
+
+Result<std::vector<HostGraphNode>*> graph_nodes(Graph graph) {
+  if (graph == 0 || graph > rt().graphs_.size())
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown graph");
+  return &rt().graphs_[graph - 1];
 }
 
 }  // namespace
@@ -466,19 +492,100 @@ Status launch(Kernel kernel, Dim3 grid, Dim3 block, Stream stream, void* const* 
   return launch_impl(kernel, grid, block, stream, nullptr, params, 0);
 }
 
-Status graph_launch(Graph graph, Stream stream) {
-  std::vector<GraphNode> nodes;
-  {
-    std::shared_lock lock(rt().mu_);
-    if (graph == 0 || graph > rt().graphs_.size())
-      return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown graph");
-    nodes = rt().graphs_[graph - 1];
+Result<Graph> graph_create() {
+  RETURN_IF_ERROR(rt().ensure());
+  std::unique_lock lock(rt().mu_);
+  rt().graphs_.emplace_back();
+  return rt().graphs_.size();
+}
+
+Status graph_add_kernel(Graph graph, Kernel kernel, Dim3 grid, Dim3 block, void* const* params) {
+  ASSIGN_OR_RETURN(KernelRec * rec, kernel_rec(kernel));
+  std::vector<std::byte> args(rec->arg_bytes);
+  for (size_t i = 0; i < rec->offsets.size(); ++i) {
+    if (params == nullptr || params[i] == nullptr)
+      return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, fmt::format("parameter {} is NULL", i));
+    std::memcpy(args.data() + rec->offsets[i], params[i], rec->desc.param_sizes[i]);
   }
-  for (const auto& n : nodes) {
-    RETURN_IF_ERROR(launch_impl(n.kernel, n.grid, n.block, stream, n.args.data(), nullptr,
-                                KREPLAY_DISPATCH_FLAG_GRAPH));
-  }
+  std::unique_lock lock(rt().mu_);
+  ASSIGN_OR_RETURN(auto* nodes, graph_nodes(graph));
+  nodes->push_back(kernel_node(*rec, grid, block, std::move(args)));
   return Status::Ok();
+}
+
+Status graph_add_memcpy(Graph graph, void* dst, const void* src, size_t bytes) {
+  std::unique_lock lock(rt().mu_);
+  ASSIGN_OR_RETURN(auto* nodes, graph_nodes(graph));
+  HostGraphNode n;
+  n.kind = HostGraphNode::Kind::kCopy;
+  n.dst = dst;
+  n.src = src;
+  n.bytes = bytes;
+  nodes->push_back(std::move(n));
+  return Status::Ok();
+}
+
+Status graph_add_host(Graph graph, void (*fn)(void*), void* data) {
+  if (fn == nullptr) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "host node without a function");
+  std::unique_lock lock(rt().mu_);
+  ASSIGN_OR_RETURN(auto* nodes, graph_nodes(graph));
+  HostGraphNode n;
+  n.kind = HostGraphNode::Kind::kHost;
+  n.host_fn = fn;
+  n.host_data = data;
+  nodes->push_back(std::move(n));
+  return Status::Ok();
+}
+
+Status graph_add_conditional(Graph graph, Graph body, const uint32_t* flag) {
+  if (flag == nullptr) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "conditional node without a flag");
+  std::unique_lock lock(rt().mu_);
+  ASSIGN_OR_RETURN(auto* body_nodes, graph_nodes(body));
+  HostGraphNode n;
+  n.kind = HostGraphNode::Kind::kConditional;
+  n.flag = flag;
+  n.body = *body_nodes;
+  ASSIGN_OR_RETURN(auto* nodes, graph_nodes(graph));
+  nodes->push_back(std::move(n));
+  return Status::Ok();
+}
+
+Status graph_launch(Graph graph, Stream stream) {
+  RETURN_IF_ERROR(rt().ensure());
+  auto s = rt().stream(stream);
+  if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
+  HostDevice* dev = rt().device(s->device());
+  HostGraphLaunch launch;
+  {
+    std::unique_lock lock(rt().mu_);
+    ASSIGN_OR_RETURN(auto* nodes, graph_nodes(graph));
+    if (s->capturing) {
+      return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
+                   "the host device cannot capture a graph launch into another graph");
+    }
+    launch.nodes = *nodes;
+    auto [it, fresh] = rt().graph_kernel_ids_.try_emplace(graph, 0);
+    if (fresh) {
+      it->second = sdk::Runtime::get().register_kernel(dev->agent, 0,
+                                                       fmt::format("host graph {}", graph));
+    }
+    launch.info_.kernel_id = it->second;
+  }
+  const auto* entry = sdk::Runtime::get().kernel(launch.info_.kernel_id);
+  launch.device = dev;
+  launch.stream = s;
+  auto& li = launch.info_;
+  li.agent.handle = dev->agent;
+  li.stream.handle = stream;
+  li.kernel_name = entry->demangled.c_str();
+  li.mangled_name = entry->mangled.c_str();
+  li.flags = KREPLAY_DISPATCH_FLAG_GRAPH | KREPLAY_DISPATCH_FLAG_GRAPH_WHOLE;
+  launch.describe(graph);
+  auto& engine = sdk::Runtime::get().engine();
+  replay::DispatchState* st = engine.enter(launch);
+  Status submitted = launch.submit();
+  engine.exit(st, submitted.ok());
+  return submitted;
 }
 
 void profiler_start() {

@@ -56,6 +56,9 @@ using Graph = uint64_t;
 // ---- memory ----
 Result<void*> malloc(size_t bytes, int device = 0);
 Status free(void* ptr);
+/// Host memory the device can read and write (like cudaMallocHost): tracked as mapped host memory;
+/// a launch whose arguments point into it may wait for the host.
+Result<void*> malloc_host_mapped(size_t bytes, int device = 0);
 /// Memory the replay inventory does not see (simulates memory kreplay cannot track). Its presence
 /// makes replay decline with UNTRACKED_MEMORY while it lives.
 Result<void*> malloc_untracked(size_t bytes, int device = 0);
@@ -70,9 +73,24 @@ Result<Stream> stream_create(int device = 0);
 Status stream_destroy(Stream stream);
 Status stream_synchronize(Stream stream);
 Status device_synchronize(int device = 0);
-/// Stream capture: launches into a capturing stream are recorded, not executed.
+/// Stream capture: launches into a capturing stream are recorded into a graph, not executed
+/// (they are not dispatches: the graph's launches are).
 Status stream_begin_capture(Stream stream);
 Result<Graph> stream_end_capture(Stream stream);
+
+// ---- graphs (like CUDA graphs: nodes run in the order they were added) ----
+Result<Graph> graph_create();
+/// A kernel node (parameters as for launch(); their bytes are copied).
+Status graph_add_kernel(Graph graph, Kernel kernel, Dim3 grid, Dim3 block, void* const* params);
+/// A copy node.
+Status graph_add_memcpy(Graph graph, void* dst, const void* src, size_t bytes);
+/// A host-function node: fn(data) runs on the stream when the graph gets there. A graph with one
+/// cannot be replayed (its host code would run once per pass).
+Status graph_add_host(Graph graph, void (*fn)(void*), void* data);
+/// A conditional (IF) node: @p body runs when *flag != 0 when the graph gets there. Its kernel
+/// nodes cannot be run one at a time: such a graph is profiled as a whole.
+Status graph_add_conditional(Graph graph, Graph body, const uint32_t* flag);
+/// Launch a graph on @p stream (asynchronous).
 Status graph_launch(Graph graph, Stream stream);
 
 // ---- kernels ----

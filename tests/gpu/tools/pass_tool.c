@@ -14,7 +14,7 @@
  * through every PASS; pass indices 0, 1, 2, ... with ENTER/EXIT paired; total_passes equal to the
  * plan; replay_pass_count called once; replay_continue asked only about the pass that just ended
  * and never after pass N-1; CONFIG EXIT's outcome matching what ran (executed passes, no PASS
- * callbacks for a declined or unrequested dispatch, graph launches declined). Each violation is
+ * callbacks for a declined or unrequested dispatch, no launch into a capturing stream). Each violation is
  * printed as a KREPLAY_TEST_TOOL_ERROR line and counted.
  *
  * At finalize it prints to stderr (run_gpu_suite.sh parses the first line):
@@ -104,6 +104,7 @@ static const char* decline_reason_name(kreplay_decline_reason_t r) {
     case KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE: return "GRAPH_HOST_NODE";
     case KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH: return "GRAPH_DEVICE_LAUNCH";
     case KREPLAY_DECLINE_REASON_GRAPH_MEMORY: return "GRAPH_MEMORY";
+    case KREPLAY_DECLINE_REASON_WAITS_FOR_HOST: return "WAITS_FOR_HOST";
     case KREPLAY_DECLINE_REASON_LAST: break;
   }
   return "UNKNOWN";
@@ -300,7 +301,6 @@ static void on_config_exit(kreplay_callback_tracing_kernel_replay_data_t* p,
       violation(id, "replay_continue asked %" PRIu64 " times for %" PRIu64 " passes",
                 st->continue_calls, want);
     }
-    if (st->flags & KREPLAY_DISPATCH_FLAG_GRAPH) violation(id, "a graph launch was replayed");
     if (st->flags & KREPLAY_DISPATCH_FLAG_CAPTURED) violation(id, "a captured launch was replayed");
   } else {
     if (st->passes_entered != 0 || st->passes_exited != 0) {

@@ -1,0 +1,112 @@
+// Graph launches profiled node by node (DESIGN.md §2c, --graph-profiling node).
+//
+// A graph launch cannot be split while the application's own call runs: the driver executes the
+// whole graph. So the engine lets it run, unobserved, with the graph's entry state saved; then it
+// restores that state and runs the graph's nodes again, one at a time, in an order the graph
+// allows (Launch::decompose()): every kernel node is a launch kreplay submits itself and goes
+// through the ordinary path -- enter(), its first submission as pass 0, exit() -- so it is a
+// dispatch of its own (own id, CONFIG, passes, counters, restores) in kernel replay, and joins
+// ranges in range replay; copy and memset nodes are submitted in their place. What the
+// application sees at the end is what the nodes run one after another produced, which is a valid
+// execution of the graph. The call returns once every node completed.
+//
+// Graphs whose nodes cannot run one at a time (GraphInfo::whole_only: conditional nodes, memory
+// nodes, ...) and graphs that cannot be run again (GraphInfo::unreplayable) take the ordinary path
+// as one dispatch for the whole graph launch.
+#include "common/logging.hpp"
+#include "common/util.hpp"
+#include "replay/engine.hpp"
+
+namespace kreplay::replay {
+
+bool Engine::begin_graph_nodes(DispatchState& st) {
+  const device::GraphInfo* g = st.launch->graph();
+  if (g == nullptr || !options().graph_nodes || !g->whole_only.empty() ||
+      g->unreplayable != KREPLAY_DECLINE_REASON_NONE || st.slot == nullptr || st.reentrant) {
+    return false;
+  }
+  const bool ranges = hooks_.range_configured();
+  if (!ranges && !hooks_.any_dispatch_service()) return false;
+  if (ranges) range_barrier(st.slot->agent, KREPLAY_RANGE_CLOSE_GRAPH);
+  DeviceSlot& slot = *st.slot;
+  st.exclusive = std::unique_lock(slot.window_mu);
+  detail::thread_windows().push_back(&slot);
+  if (kreplay_decline_reason_t why = save_entry_state(st, st.snapshot);
+      why != KREPLAY_DECLINE_REASON_NONE) {
+    // The graph's entry state cannot be saved: its nodes could not be replayed either. It takes
+    // the ordinary path as one dispatch, declined for this reason.
+    auto& windows = detail::thread_windows();
+    windows.erase(std::find(windows.begin(), windows.end(), &slot));
+    st.exclusive.unlock();
+    st.outcome = {};
+    st.intervals.clear();
+    st.forced_decline = why;
+    return false;
+  }
+  st.graph_nodes = true;
+  st.wait_needed = true;  // the backend times the submission, so it can be waited for
+  return true;
+}
+
+void Engine::run_graph_nodes(DispatchState& st, bool submitted) {
+  const Options opt = options();
+  DeviceSlot& slot = *st.slot;
+  device::Device& dev = *slot.device;
+  auto drop_window = [&] {
+    if (!st.exclusive.owns_lock()) return;
+    auto& windows = detail::thread_windows();
+    windows.erase(std::find(windows.begin(), windows.end(), &slot));
+    st.exclusive.unlock();
+  };
+  if (!submitted) {  // the application's launch failed: nothing ran
+    drop_window();
+    return;
+  }
+  if (Status w = st.work->wait(opt.drain_timeout_ms, &st.timing); !w.ok()) {
+    KR_WARN("{}: {}; its nodes are not profiled", st.info.kernel_name, w.message());
+    drop_window();
+    return;
+  }
+  Result<std::vector<device::GraphStep>> steps = st.launch->decompose();
+  if (!steps.ok()) {
+    // Nothing is restored, so the application keeps what its own launch produced.
+    KR_WARN_ONCE("graph-decompose", "{}: its nodes cannot be run one at a time ({}); graphs like "
+                                    "it are not profiled",
+                 st.info.kernel_name, steps.status().message());
+    drop_window();
+    return;
+  }
+  Result<uint64_t> restored = st.snapshot.restore(dev, /*verify=*/false);
+  drop_window();
+  if (!restored.ok()) {
+    // The state may be partly restored: run the graph again so the application sees one
+    // execution's result.
+    KR_ERROR("{}: restoring its entry state failed: {}; running it again", st.info.kernel_name,
+             restored.status().message());
+    if (st.launch->relaunch().ok()) (void)st.launch->wait(opt.drain_timeout_ms, nullptr);
+    return;
+  }
+  const bool ranges = hooks_.range_configured();
+  for (auto& step : *steps) {
+    if (step.kernel) {
+      DispatchState* node = enter(*step.kernel);
+      Status s = step.kernel->submit();
+      if (!s.ok()) KR_WARN("{}: a kernel node did not launch: {}", st.info.kernel_name, s.message());
+      exit(node, s.ok());
+    } else if (step.other) {
+      // A copy or memset between kernel nodes: a range of the nodes before it closes first, so
+      // that its passes do not run without it.
+      if (ranges) range_barrier(slot.agent, KREPLAY_RANGE_CLOSE_MEMORY);
+      if (Status s = step.other(); !s.ok()) {
+        KR_WARN("{}: a copy or memset node failed: {}", st.info.kernel_name, s.message());
+      }
+    }
+  }
+  if (ranges) range_barrier(slot.agent, KREPLAY_RANGE_CLOSE_GRAPH);
+  // The application may look at the graph's results as soon as its call returns.
+  if (Status s = st.launch->wait_stream(opt.drain_timeout_ms); !s.ok()) {
+    KR_WARN("{}: {}", st.info.kernel_name, s.message());
+  }
+}
+
+}  // namespace kreplay::replay
