@@ -8,6 +8,8 @@
 #   scripts/cuda-samples.sh build <src-dir> <bin-dir>      configure for sm_90 only, build every
 #                                                          sample CMake can, copy the executables
 #                                                          and their data files into <bin-dir>
+#   scripts/cuda-samples.sh collect <src-dir> <bin-dir>    (part of build) gather executables and
+#                                                          the files they read at run time
 #   scripts/cuda-samples.sh pack <bin-dir> <file.tar.xz>   what run needs, as one small file
 #   scripts/cuda-samples.sh run <bin-dir> <dist-dir> <out-dir> [mode ...]
 #        modes: native pass3 kernel range (default: all four). Runs every self-checking sample in
@@ -56,21 +58,32 @@ build)
   done
   # -k 0: a sample that does not build here (missing GL, EGL, MPI, ...) does not stop the others.
   cmake --build "$B/cmake" -j "$(nproc)" -- -k 0 >"$B/build.log" 2>&1
+  "$0" collect "$S" "$B"
+  echo "built $(find "$B/bin" -type f -executable | wc -l) executables into $B/bin"
+  ;;
+collect)
+  # Executables, and what each sample reads at run time (data files, device code it compiles or
+  # loads, input matrices), flat in <bin-dir>; data-manifest.txt says which sample needs which.
+  S=$1 B=$2
   mkdir -p "$B/bin"
-  find "$B/cmake/Samples" -type f -executable ! -name '*.so' ! -path '*/CMakeFiles/*' -exec cp -a {} "$B/bin/" \;
-  # Device code some samples load at run time (cuModuleLoad of a .fatbin/.ptx/.cubin).
-  find "$B/cmake/Samples" -type f \( -name '*.fatbin' -o -name '*.ptx' -o -name '*.cubin' \) \
-    ! -path '*/CMakeFiles/*' -exec cp -a {} "$B/bin/" \;
-  # Data files the samples look for next to themselves (images, reference outputs).
   : >"$B/bin/data-manifest.txt"
-  find "$S/Samples" -path '*/data/*' -type f | while read -r f; do
-    sample=$(echo "$f" | sed 's|.*/Samples/[^/]*/\([^/]*\)/data/.*|\1|')
-    cp -an "$f" "$B/bin/"
-    echo "$sample $(basename "$f")" >>"$B/bin/data-manifest.txt"
+  find "$B/cmake/Samples" -type f -executable ! -name '*.so' ! -path '*/CMakeFiles/*' -exec cp -a {} "$B/bin/" \;
+  find "$B/cmake/Samples" -type f \( -name '*.fatbin' -o -name '*.ptx' -o -name '*.cubin' \) \
+    ! -path '*/CMakeFiles/*' | while read -r f; do
+    cp -a "$f" "$B/bin/"
+    echo "$(basename "$(dirname "$f")") $(basename "$f")" >>"$B/bin/data-manifest.txt"
+  done
+  for dir in "$S"/Samples/*/*/; do
+    sample=$(basename "$dir")
+    for f in "$dir"* "$dir"data/*; do
+      [[ -f $f ]] || continue
+      case $(basename "$f") in CMakeLists.txt | README.md | Makefile | *.sln | *.vcxproj*) continue ;; esac
+      cp -an "$f" "$B/bin/"
+      echo "$sample $(basename "$f")" >>"$B/bin/data-manifest.txt"
+    done
   done
   cp -a "$S/test_args.json" "$B/bin/"
   strip --strip-unneeded "$B"/bin/* 2>/dev/null
-  echo "built $(find "$B/bin" -type f -executable | wc -l) executables into $B/bin"
   ;;
 pack)
   # The executables the run step would run (not the display, multi-GPU or interactive ones), the

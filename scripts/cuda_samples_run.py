@@ -6,16 +6,19 @@
 <bin-dir> is what `scripts/cuda-samples.sh build` made (executables, data files, test_args.json);
 <dist-dir> a kreplay dist (scripts/make-gpu-dist.sh). Modes, in order (default: all four):
 
-  native   the sample alone. A sample is *self-checking* when it exits 0 and prints a verdict
-           (PASS / passed / Result = PASS ...) and no failure line; only those run in the other
-           modes (with no native run in the same call, every sample does).
+  native   the sample alone. A sample that exits 0 with no failure line (FAILED, Test failed,
+           CUDA error at ...) is in the suite; the verdict lines it prints (Test passed, ... OK,
+           Test Summary ...) are what the other modes must print too. Only samples that pass
+           natively run in the other modes (with no native run in the same call, every sample
+           does).
   pass3    under the GPU suite's pass tool at 3 passes (replay only, no counters)
   kernel   under `kreplay --metrics <10-pass set>` (kernel replay)
   range    the same with --replay-mode range
 
-A sample passes a kreplay mode when it exits 0 with no failure line, as natively. Each line says
-how many launches were replayed and declined; a sample whose launches were all declined counts as
-"fully declined". Per mode the summary is `N passed, M failed, D fully declined`.
+A sample passes a kreplay mode when it exits 0 with no failure line, does not crash, and prints
+the native run's verdict lines. Each line says how many launches were replayed and declined; a
+passing sample whose launches were all declined counts as "fully declined" (DECL). Per mode the
+summary is `N passed, M failed, D fully declined`.
 
 Environment: KREPLAY_SAMPLES_TIMEOUT (s, default 120), KREPLAY_SAMPLES_FILTER (regex on the
 sample name), KREPLAY_SAMPLES_LAUNCH_COUNT (launches profiled per sample in kernel/range mode,
@@ -40,8 +43,13 @@ TEN = ("gpu__time_duration.sum,sm__cycles_elapsed.max,smsp__inst_executed.sum,dr
        "lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed")
 
 MODES = ["native", "pass3", "kernel", "range"]
-VERDICT = re.compile(r"(Test passed|PASSED|\bPASS\b|Passed|passed|Result = PASS|Test Summary: Passed)")
-FAILURE = re.compile(r"(\bFAILED\b|\bFAIL\b|Test failed|Result = FAIL|FAILURE|[Ee]rror[: ]|mismatch)")
+# A verdict line: what a sample prints when its own check passes. The kreplay runs must print the
+# same verdict lines as the native run.
+VERDICT = re.compile(r"(Test passed|Test PASSED|PASSED|\bPASS\b|[Pp]assed|\bOK\b|[Ss]ucces|"
+                     r"Result = PASS|Test Summary|[Cc]omplete)")
+# A failure line (case matters: "Max absolute error: 1e-5" is a sample reporting its accuracy).
+FAILURE = re.compile(r"(FAILED|\bFAIL\b|Test failed|[Ff]ailed!|Result = FAIL|CUDA error at|"
+                     r"CUDA_ERROR_|cudaError)")
 # Samples that need a display, a second GPU, special hardware or interaction: never run.
 NEVER = re.compile(r"(GL|Vulkan|EGL|NvSci|Nvmedia|D3D|MPI|MultiGPU|P2P|p2p|multiDevice|"
                    r"streamOrderedAllocationIPC|simpleIPC|memMapIPCDrv|cudaOpenMP|"
@@ -69,7 +77,10 @@ def samples(bin_dir, args_config):
         flt = os.environ.get("KREPLAY_SAMPLES_FILTER")
         if flt and not re.search(flt, name):
             continue
-        out.append((name, [str(a) for a in cfg.get("args", [])]))
+        args = cfg.get("args")
+        if args is None and cfg.get("runs"):
+            args = cfg["runs"][0].get("args", [])  # the first of several listed runs
+        out.append((name, [str(a) for a in (args or [])]))
     return out
 
 
@@ -113,19 +124,30 @@ def run(mode, name, args, bin_dir, dist, out_dir, timeout):
     return rc, text, secs
 
 
-def judge(mode, rc, text):
+def app_lines(text):
+    """The sample's own output (kreplay's tagged lines left out)."""
+    return [l for l in text.splitlines() if not l.startswith("==KREPLAY==")]
+
+
+def verdicts(text):
+    return sorted({l.strip() for l in app_lines(text) if VERDICT.search(l)})
+
+
+def judge(mode, rc, text, native_verdicts):
     """(ok, detail, replayed, declined) for one run."""
-    # kreplay's own lines never count as the sample's failure lines.
-    app_text = "\n".join(l for l in text.splitlines() if not l.startswith("==KREPLAY=="))
     why = []
     if rc != 0:
         why.append(f"exit {rc}" if rc != "timeout" else "timed out")
-    fail = FAILURE.search(app_text)
-    if fail:
-        line = next((l for l in app_text.splitlines() if FAILURE.search(l)), "")
-        why.append(f"failure line: {line.strip()[:80]}")
+    fail = next((l for l in app_lines(text) if FAILURE.search(l)), None)
+    if fail is not None:
+        why.append(f"failure line: {fail.strip()[:80]}")
     if "crashed; backtrace" in text:
         why.append("crash")
+    if native_verdicts is not None and rc == 0:
+        got = verdicts(text)
+        if got != native_verdicts:
+            missing = [v for v in native_verdicts if v not in got]
+            why.append(f"verdict differs from the native run (missing: {missing[:2]})")
     replayed = declined = None
     detail = ""
     if mode == "pass3":
@@ -195,6 +217,7 @@ def main(argv):
     jobs = int(os.environ.get("KREPLAY_SAMPLES_JOBS", "4"))
     summary = {}
     results = {}
+    native_verdicts = {}
     for mode in modes:
         if mode != "native" and "native" in modes:
             todo_mode = [(n, a) for n, a in todo if results.get((n, "native"), (False,))[0]]
@@ -204,30 +227,24 @@ def main(argv):
         passed = failed = full_decline = 0
         with concurrent.futures.ThreadPoolExecutor(max_workers=par) as pool:
             futs = {pool.submit(run, mode, n, a, bin_dir, dist, out_dir, timeout): n for n, a in todo_mode}
-            rows = {}
             for f in concurrent.futures.as_completed(futs):
                 name = futs[f]
                 rc, text, secs = f.result()
-                ok, detail, replayed, declined = judge(mode, rc, text)
-                if mode == "native":
-                    # Self-checking: a verdict line and nothing that reads as a failure.
-                    app_text = "\n".join(l for l in text.splitlines())
-                    if ok and not VERDICT.search(app_text):
-                        ok, detail = False, "no verdict printed (not self-checking)"
-                        status = "SKIP"
-                    else:
-                        status = "PASS" if ok else "FAIL"
-                else:
-                    status = "PASS" if ok else "FAIL"
-                    if ok and replayed == 0 and declined:
-                        full_decline += 1
-                        status = "DECL"
+                native = native_verdicts.get(name) if mode != "native" else None
+                ok, detail, replayed, declined = judge(mode, rc, text, native)
+                if mode == "native" and ok:
+                    native_verdicts[name] = verdicts(text)
+                    if not native_verdicts[name]:
+                        detail = "no verdict line: the exit status is the check"
+                status = "PASS" if ok else "FAIL"
+                if ok and mode != "native" and replayed == 0 and declined:
+                    full_decline += 1
+                    status = "DECL"
                 results[(name, mode)] = (ok, detail)
-                rows[name] = f"{name:<40} {mode:<7} {status:<4} {secs:7.1f}s  {detail}"
-                print(rows[name], flush=True)
-                if status in ("PASS", "DECL"):
+                print(f"{name:<40} {mode:<7} {status:<4} {secs:7.1f}s  {detail}", flush=True)
+                if ok:
                     passed += 1
-                elif status == "FAIL":
+                else:
                     failed += 1
         summary[mode] = (passed, failed, full_decline, len(todo_mode))
     print()

@@ -209,6 +209,24 @@ PY
     note "rb_ncu $(grep "^replay_app " "$W/rb_ncu.log")"
     python3 bench/cuda/ratios.py "$O/summary.txt" | tee -a "$O/summary.txt"
     ;;
+  graphs)  # graph apps, a cuFFT plan: plain, then kreplay --metrics TEN in kernel (node and graph
+           # profiling) and range replay; digests must equal the plain run's
+    for app in graph_launch graph_conditional graph_memnodes cufft_plan; do
+      A=$D/bin/kreplay_gpu_$app
+      step "g_plain_$app" 60 "$A"
+      base=$(grep -h KREPLAY_RESULT "$W/g_plain_$app.log")
+      for v in "kernel|" "graph|--graph-profiling graph" "range|--replay-mode range"; do
+        IFS='|' read -r vname vopts <<<"$v"
+        # shellcheck disable=SC2086
+        step "g_${vname}_$app" 240 "$K" --metrics "$TEN" $vopts -d "$W/g_${vname}_$app" -o run -- "$A"
+        got=$(grep -h KREPLAY_RESULT "$W/g_${vname}_$app.log")
+        verdict=MISMATCH
+        [[ -n $base && $got == "$base" ]] && verdict=OK
+        note "graphs $app $vname: $verdict ($got) $(grep -h "launches:" "$W/g_${vname}_$app.log" | sed 's/==KREPLAY== //')"
+        grep -h "crashed\|error" "$W/g_${vname}_$app.log" | head -3 | tee -a "$O/summary.txt"
+      done
+    done
+    ;;
   graphprobe)  # what CUPTI's range profiler reports for graph launches (bench/cuda/graph_probe.cu)
     for g in chain fork mixed child memnodes cond_if cond_while; do
       for m in none auto user auto10; do

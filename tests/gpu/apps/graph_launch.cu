@@ -1,9 +1,10 @@
-// graph_launch: pins that kernels run by a CUDA graph are declined, not replayed (DESIGN §2.6),
-// and still run exactly once, with ordinary launches in between replayed as usual.
+// graph_launch: pins that kernels run by a CUDA graph are replayed (DESIGN §2c): with node
+// profiling (the default) each kernel node is a dispatch of its own, run after the graph's own
+// launch with its entry state restored; ordinary launches in between are replayed as usual.
 //
 // Two in-place kernels are stream-captured (global capture mode: kreplay must make no call that
 // breaks the capture) into a graph that is launched 4 times, each followed by an ordinary
-// in-place launch on the same stream. The suite also requires the tool to report declines here.
+// in-place launch on the same stream.
 #include "common.cuh"
 
 __global__ void g_first(uint32_t* x, size_t n) {
