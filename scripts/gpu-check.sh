@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Everything kreplay checks and measures on a GPU machine, from a tree built elsewhere.
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
-# Sections (default: all, in this order): unit suite injection counters cli torch nccl overhead storage permission passcost
-# ncu range rangecli rangebench, and on request graphprobe peer. (nccl needs two GPUs; with one its
-# application says SKIP.)
+# Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
+# overhead storage permission passcost ncu range rangecli rangebench, and on request graphprobe peer. (nccl needs two
+# GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
+# CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
+# on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
+# e.g. to keep one device command under its limit (all five: ~8 min for frameworks, more for fwsuite).
 # <dist-dir> holds bin/ lib/ share/ of a build (scripts/make-gpu-dist.sh). Each step has its own
 # time limit; logs go to /tmp/kreplay-gpu-work (tarred into <out-dir>/work.tgz) and a line per
 # step to <out-dir>/summary.txt.
@@ -12,7 +15,7 @@ D=$(cd "$1" && pwd)
 O=$2
 shift 2
 SECTIONS=("$@")
-((${#SECTIONS[@]})) || SECTIONS=(unit suite injection counters cli torch nccl overhead storage permission passcost ncu range rangecli rangebench)
+((${#SECTIONS[@]})) || SECTIONS=(unit suite injection counters cli torch frameworks fwsuite fwrange nccl overhead storage permission passcost ncu range rangecli rangebench)
 W=/tmp/kreplay-gpu-work
 mkdir -p "$W" "$O"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$D/lib:${LD_LIBRARY_PATH:-}
@@ -25,6 +28,20 @@ TEN="gpu__time_duration.sum,sm__cycles_elapsed.max,smsp__inst_executed.sum,dram_
 
 # kreplay::cupti::kTenPassSmMetrics (src/backends/cuda/cupti/metric_sets.hpp): SM side only, 10 passes on GH100.
 SM10="sm__inst_executed_pipe_alu.sum,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_lsu.sum,sm__inst_executed_pipe_xu.sum,sm__inst_executed_pipe_fp64.sum,sm__inst_executed_pipe_tensor.sum,sm__inst_executed_pipe_uniform.sum,sm__inst_executed_pipe_cbu.sum,sm__inst_executed_pipe_adu.sum,sm__inst_executed_pipe_tex.sum,smsp__warp_issue_stalled_barrier_per_warp_active.pct,smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct,smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct,smsp__warp_issue_stalled_math_pipe_throttle_per_warp_active.pct,smsp__warp_issue_stalled_wait_per_warp_active.pct,smsp__warp_issue_stalled_not_selected_per_warp_active.pct,smsp__warp_issue_stalled_selected_per_warp_active.pct,smsp__warp_issue_stalled_lg_throttle_per_warp_active.pct,smsp__warp_issue_stalled_mio_throttle_per_warp_active.pct,smsp__warp_issue_stalled_no_instruction_per_warp_active.pct,smsp__warp_issue_stalled_branch_resolving_per_warp_active.pct,smsp__warp_issue_stalled_dispatch_stall_per_warp_active.pct,smsp__warp_issue_stalled_drain_per_warp_active.pct,smsp__warp_issue_stalled_imc_miss_per_warp_active.pct,smsp__warp_issue_stalled_membar_per_warp_active.pct,smsp__warp_issue_stalled_misc_per_warp_active.pct,smsp__warp_issue_stalled_sleeping_per_warp_active.pct,smsp__warp_issue_stalled_tex_throttle_per_warp_active.pct"
+
+# The framework programs (tests/gpu/apps/*.py), their command lines, and a regex for the suite.
+read -r -a FW_APPS <<<"${KREPLAY_FW_APPS:-torch_compile torch_compile_graphs jax_train cupy_ops triton_kernels}"
+FW_ALL='^(torch_compile|torch_compile_graphs|jax_train|cupy_ops|triton_kernels)$'
+FW_SEL="^($(IFS='|'; echo "${FW_APPS[*]}"))\$"
+fw_cmd() {  # fw_cmd APP: sets FW to its command line (run from the source tree, like torch)
+  case $1 in
+    torch_compile_graphs) FW=(python3 tests/gpu/apps/torch_compile.py --graphs) ;;
+    *) FW=(python3 "tests/gpu/apps/$1.py") ;;
+  esac
+}
+fw_digest() {  # fw_digest APP LOG: the digest of APP's KREPLAY_RESULT line in LOG, or nothing
+  grep -h "^KREPLAY_RESULT $1 " "$2" 2>/dev/null | tail -1 | cut -d' ' -f3
+}
 
 ms() { date +%s%3N; }
 step() {  # step NAME LIMIT_S cmd...
@@ -47,7 +64,7 @@ for section in "${SECTIONS[@]}"; do
     step range_profiler_gpu_test 180 "$D/bin/range_profiler_gpu_test"
     ;;
   suite)  # every self-checking app, plain and under kreplay at 2, 3, 8 passes and early exit
-    step gpu_suite 330 tests/gpu/run_gpu_suite.sh "$D" "$W/suite"
+    step gpu_suite 330 env KREPLAY_SUITE_EXCLUDE="$FW_ALL" tests/gpu/run_gpu_suite.sh "$D" "$W/suite"
     tail -1 "$W/gpu_suite.log" | tee -a "$O/summary.txt"
     ;;
   injection)  # LD_PRELOAD, snapshot scope args, CUPTI already held
@@ -87,6 +104,34 @@ for section in "${SECTIONS[@]}"; do
     step torch_kreplay 240 "$K" --pmc smsp__inst_executed.sum -d "$W/cli_torch" -o run -- \
       python3 tests/gpu/apps/torch_inplace.py
     grep -h KREPLAY_RESULT "$W/torch_plain.log" "$W/torch_kreplay.log" | tee -a "$O/summary.txt"
+    ;;
+  frameworks)  # framework programs plainly, then under the kreplay command (10-pass set), kernel and range replay
+    for a in "${FW_APPS[@]}"; do
+      fw_cmd "$a"
+      step "fw_${a}_plain" 180 "${FW[@]}"
+      prc=$?
+      want=$(fw_digest "$a" "$W/fw_${a}_plain.log")
+      note "fw_${a}_plain: digest ${want:-none} $(grep -h "^KREPLAY_APP_INFO\|^SKIP" "$W/fw_${a}_plain.log" | tr '\n' ' ')"
+      ((prc == 77)) && continue  # no GPU or no framework: nothing to compare
+      for mode in kernel range; do
+        name=fw_${a}_$mode out=$W/fw_$a
+        [[ $mode == range ]] && out+=_range
+        step "$name" 300 "$K" --metrics "$TEN" --replay-mode "$mode" -d "$out" -o run -- "${FW[@]}"
+        got=$(fw_digest "$a" "$W/$name.log")
+        verdict=MISMATCH
+        [[ -n $want && $got == "$want" ]] && verdict=OK
+        note "$name: $verdict plain=${want:-none} kreplay=${got:-none} | $(grep -h "launches:" "$W/$name.log" | tail -1)"
+      done
+    done
+    ;;
+  fwsuite)  # the suite (2, 3, 8 passes, early exit) on the framework programs alone
+    step fw_suite 590 env KREPLAY_SUITE_FILTER="$FW_SEL" tests/gpu/run_gpu_suite.sh "$D" "$W/fw_suite"
+    grep -E "FAIL|SKIP| passed, " "$W/fw_suite.log" | awk '!seen[$0]++' | tail -20 | tee -a "$O/summary.txt"
+    ;;
+  fwrange)  # the same in range replay
+    step fw_range_suite 590 env KREPLAY_SUITE_MODE=range KREPLAY_SUITE_FILTER="$FW_SEL" \
+      tests/gpu/run_gpu_suite.sh "$D" "$W/fw_range_suite"
+    grep -E "FAIL|SKIP| passed, " "$W/fw_range_suite.log" | awk '!seen[$0]++' | tail -20 | tee -a "$O/summary.txt"
     ;;
   nccl)  # two ranks, one GPU each: NCCL all_reduce kernels declined (COLLECTIVE), never replayed
     step nccl_plain 120 python3 tests/gpu/apps/nccl_allreduce.py
@@ -172,7 +217,8 @@ for section in "${SECTIONS[@]}"; do
     python3 bench/cuda/ratios.py "$O/summary.txt" | tee -a "$O/summary.txt"
     ;;
   range)  # range replay: the suite and its counters against kernel replay
-    step range_suite 330 env KREPLAY_SUITE_MODE=range tests/gpu/run_gpu_suite.sh "$D" "$W/range_suite"
+    step range_suite 330 env KREPLAY_SUITE_MODE=range KREPLAY_SUITE_EXCLUDE="$FW_ALL" \
+      tests/gpu/run_gpu_suite.sh "$D" "$W/range_suite"
     tail -1 "$W/range_suite.log" | tee -a "$O/summary.txt"
     grep -E "FAIL" "$W/range_suite.log" | head -5 | tee -a "$O/summary.txt"
     step range_counters 300 python3 tests/gpu/counters_check.py "$D" "$W/range_counters" --range
