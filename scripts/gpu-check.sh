@@ -285,9 +285,11 @@ PY
     # shellcheck disable=SC2086
     step peer 590 scripts/cuda-samples.sh run "${KREPLAY_SAMPLES_BIN:-.peer/samples-build/bin}" "$D" \
       "$W/peer" ${KREPLAY_PEER_MODES:-}
-    cp "$W/peer.log" "$O/peer.txt"
+    modes=${KREPLAY_PEER_MODES:-all}
+    cp "$W/peer.log" "$O/peer-${modes// /-}.txt"
+    [[ -f $W/peer/native.json ]] && cp "$W/peer/native.json" "$O/native.json"
     grep -E "^cuda-samples " "$W/peer.log" | tee -a "$O/summary.txt"
-    grep -hA40 "crashed; backtrace" "$W"/peer/logs/*.log 2>/dev/null | head -150 >"$O/backtraces.txt"
+    grep -hA40 "crashed; backtrace" "$W"/peer/logs/*.log 2>/dev/null | head -150 >>"$O/backtraces.txt"
     ;;
   esac
 done
