@@ -58,7 +58,8 @@ const char* reason_text(kreplay_decline_reason_t r) {
     case KREPLAY_DECLINE_REASON_DEVICE_HEAP: return "the kernel's module uses the device heap";
     case KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE: return "graph with a host-function node";
     case KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH: return "graph made for device launches";
-    case KREPLAY_DECLINE_REASON_GRAPH_MEMORY: return "graph frees memory it did not allocate";
+    case KREPLAY_DECLINE_REASON_GRAPH_MEMORY:
+      return "graph whose memory nodes leave an allocation behind or free one it did not make";
     case KREPLAY_DECLINE_REASON_WAITS_FOR_HOST: return "the kernel may wait for the host";
     default: return "unknown";
   }

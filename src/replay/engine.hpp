@@ -225,6 +225,9 @@ struct RangeState {
   bool whole_graph = false;
   /// Decided when the range opened (a graph that cannot be run again): pass 0 only, declined.
   kreplay_decline_reason_t declined = KREPLAY_DECLINE_REASON_NONE;
+  /// A launch that reads mapped host memory, in a range of its own: pass 0 (its own run) is not
+  /// counted and is waited for at most Options::host_wait_ms (else declined WAITS_FOR_HOST).
+  bool probe = false;
 };
 
 struct DeviceSlot {

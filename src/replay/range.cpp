@@ -152,12 +152,14 @@ void Engine::range_enter(DispatchState& st) {
                                           KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) == 0 &&
                         st.launch->recordable() && range_markers_allow();
   if (!slot.range && can_join) {
-    // A launch that reads mapped host memory may wait for the host: it cannot be counted or
-    // replayed while its thread is held, so it is a declined range of its own.
+    // A launch that reads mapped host memory may wait for the host: it is a range of its own whose
+    // own run is not counted and is waited for only briefly.
     kreplay_decline_reason_t declined =
         graph != nullptr ? graph->unreplayable : KREPLAY_DECLINE_REASON_NONE;
-    if (st.host_visible) declined = KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;
-    open_range(slot, st, declined);
+    if (open_range(slot, st, declined) && st.host_visible) {
+      slot.range->probe = true;
+      slot.range->counter_session_tried = true;  // its own run is not counted
+    }
   }
   if (slot.range && can_join) {
     add_to_range(slot, st);
@@ -230,6 +232,9 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
       KR_WARN_ONCE("capture-active", "launches made while another stream of the device is being "
                                      "captured into a graph are not replayed; they run once");
       return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_STREAM_CAPTURE);
+    }
+    if (slot.host_waiter_running()) {
+      return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_WAITS_FOR_HOST);
     }
     if (Status s = dev.drain(opt.drain_timeout_ms); !s.ok()) {
       KR_WARN("range {}: {}; its launches run once", r->info.range_id, s.message());
@@ -349,7 +354,8 @@ void Engine::range_exit(DispatchState& st, bool submitted) {
   st.range_launch = nullptr;
   st.in_range = false;
   // A graph launch is a range of its own, and so is a declined launch: it closes at its exit.
-  if (slot.range && (slot.range->whole_graph || slot.range->declined != KREPLAY_DECLINE_REASON_NONE)) {
+  if (slot.range && (slot.range->whole_graph || slot.range->probe ||
+                     slot.range->declined != KREPLAY_DECLINE_REASON_NONE)) {
     close_range(slot, slot.range->whole_graph ? KREPLAY_RANGE_CLOSE_GRAPH : KREPLAY_RANGE_CLOSE_OTHER);
   }
   st.range_lock.unlock();
@@ -387,10 +393,26 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
         ls.timing = {};
         continue;
       }
-      if (Status w = ls.launch->wait(opt.drain_timeout_ms, &ls.timing); !w.ok()) {
-        KR_WARN("range {} pass {}: {}", r.info.range_id, r.pass, w.message());
+      const bool probing = r.probe && r.pass == 0;
+      const uint64_t limit = probing ? std::min(opt.host_wait_ms, opt.drain_timeout_ms)
+                                     : opt.drain_timeout_ms;
+      if (Status w = ls.launch->wait(limit, &ls.timing); !w.ok()) {
         ls.timing = {};
         ok = false;
+        if (probing) {
+          KR_WARN_ONCE("waits-for-host",
+                       "dispatch {} ({}) reads mapped host memory and did not finish within {} ms "
+                       "while kreplay held its thread: it may be waiting for the host, so it is not "
+                       "replayed (launches like it are counted as declined: waits_for_host; "
+                       "KREPLAY_HOST_WAIT_MS sets the time)",
+                       ls.info.dispatch_id, ls.info.kernel_name, opt.host_wait_ms);
+          r.declined = KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;
+          std::lock_guard lock(slot.waiters_mu);
+          slot.host_waiters.push_back(std::move(rl->recorded));
+          ls.launch = nullptr;
+        } else {
+          KR_WARN("range {} pass {}: {}", r.info.range_id, r.pass, w.message());
+        }
       }
       if (ls.timing.end_ns != 0) {
         if (r.pass_timing.start_ns == 0 || ls.timing.start_ns < r.pass_timing.start_ns)
@@ -424,6 +446,7 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
   bool ok = complete_pass();
   if (!ok) out.reason = KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
   if (r.declined != KREPLAY_DECLINE_REASON_NONE) {
+    ok = false;
     out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
     out.reason = r.declined;
     stats_.declined.fetch_add(1);
@@ -455,7 +478,9 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
     if (counters != nullptr) {
       for (auto& rl : r.launches) {
         if (device::CounterSet* set = hooks_.armed_set(*rl->st)) {
-          if (counters->begin_range_pass(set, false, r.whole_graph).ok()) r.counter_set = set;
+          // A probe range's first counted pass is pass 1: a new collection.
+          const bool first = r.probe && r.pass == 1;
+          if (counters->begin_range_pass(set, first, r.whole_graph).ok()) r.counter_set = set;
           break;
         }
       }

@@ -485,6 +485,26 @@ TEST_F(Range, AGraphWithAHostNodeIsADeclinedRange) {
   EXPECT_EQ(exits[0].outcome.passes_executed, 1u);
 }
 
+// A launch over mapped host memory is a range of its own: its own run is a short probe, then it is
+// replayed like any range; the memory holds one execution.
+TEST_F(Range, AHostMemoryLaunchIsARangeOfItsOwn) {
+  float* x = buffer(256, 0.5f);
+  auto* h = static_cast<float*>(*hr::malloc_host_mapped(256 * sizeof(float)));
+  for (int i = 0; i < 256; ++i) h[i] = 0.25f;
+  update(x, 256);
+  update(h, 256);
+  update(x, 256);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_EQ(h[0], expect(0.25f, 1));
+  EXPECT_EQ(x[3], expect(0.5f + 0.003f, 2));
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 3u);
+  EXPECT_EQ(exits[1].outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(exits[1].outcome.launches, 1u);
+  EXPECT_EQ(exits[1].outcome.passes_executed, 3u);
+  EXPECT_TRUE(hr::free(h).ok());
+}
+
 TEST_F(Range, LaunchLimitSplitsRanges) {
   auto opt = options_;
   opt.max_launches = 3;

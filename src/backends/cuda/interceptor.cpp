@@ -529,8 +529,9 @@ void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   auto* inflight = new InFlight();  // NOLINT: owned through correlationData until EXIT
   inflight->device = dev;
   // A graph whose free nodes free memory it did not allocate: that memory goes with the launch.
+  // (The guard is held only for the inventory update: the engine takes the window next.)
   if (l.exec_graph && !l.exec_graph->frees.empty()) {
-    inflight->guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
+    auto guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
     for (CUdeviceptr p : l.exec_graph->frees) sdk::Runtime::get().on_free(dev->agent, p);
   }
   inflight->launch = std::move(launch);

@@ -44,6 +44,23 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Whether the run asks for a metric CUPTI collects by patching SASS (smsp__sass_*, sass__*).
+bool uses_sass_metrics(const ToolConfig& c) {
+  auto sass = [](const std::string& m) {
+    return m.rfind("smsp__sass_", 0) == 0 || m.rfind("sass__", 0) == 0;
+  };
+  for (const auto& m : c.metrics) {
+    if (sass(m)) return true;
+  }
+  for (const auto& g : c.pmc_groups) {
+    for (const auto& m : g) {
+      if (sass(m)) return true;
+    }
+  }
+  return false;
+}
+
+
 int fail(const std::string& message, int code = 2) {
   std::fprintf(stderr, "==KREPLAY== error: %s\n", message.c_str());
   return code;
@@ -291,6 +308,17 @@ int run_plan(const RunPlan& plan) {
         env.emplace_back("NVTX_INJECTION64_PATH", cuda.string());
     }
     if (!plan.log_level.empty()) env.emplace_back("KREPLAY_LOG_LEVEL", plan.log_level);
+    // SASS-patched metrics (smsp__sass_*) with lazy module loading crash inside CUPTI when a
+    // kernel of a module loaded during the run is launched again for a later pass (cuFFT's, in
+    // convolutionFFT2D on the H200 with CUDA 13.0; fine with eager loading): load modules
+    // eagerly unless the user chose.
+    if (uses_sass_metrics(run.config) && std::getenv("CUDA_MODULE_LOADING") == nullptr) {  // NOLINT
+      if (k == 0) {
+        KR_NOTICE("SASS-patched metrics requested: the application runs with "
+                  "CUDA_MODULE_LOADING=EAGER (set CUDA_MODULE_LOADING to choose otherwise)");
+      }
+      env.emplace_back("CUDA_MODULE_LOADING", "EAGER");
+    }
     // Each process of the application in which the tool starts appends its pid here.
     const std::string status_file =
         fmt::format("{}/kreplay-{}-{}.status", fs::temp_directory_path().string(), getpid(), k);

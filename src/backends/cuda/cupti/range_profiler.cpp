@@ -235,9 +235,12 @@ Status RangeProfiler::configure(const std::vector<std::string>& metrics, RangeMo
   if (!config.ok()) return config.status();
 
   bool same_set = config_.metrics == config->metrics && !config_.image.empty();
-  if (config_used_ && !same_set) {
-    // A second config image on this object would decode to NaN: start over with a new object.
-    KR_DEBUG("range profiler on device {}: metric set changed, disabling and re-enabling",
+  if (config_used_ && (!same_set || mode != mode_)) {
+    // A second config image on this object would decode to NaN, and a SetConfig in another range
+    // mode crashes in NVPW_CUDA_Profiler_BeginPass at the next Start (seen on the H200 with CUDA
+    // 13.0: a kernel counted after a graph launch, auto range after user range): start over with
+    // a new object.
+    KR_DEBUG("range profiler on device {}: metric set or range mode changed, re-enabling",
              static_cast<int>(device_));
     ++costs_.reenables;
     RETURN_IF_ERROR(disable());

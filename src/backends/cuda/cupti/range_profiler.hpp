@@ -18,7 +18,8 @@
 //   ~RangeProfiler         cuptiRangeProfilerDisable
 //
 // One config per object: a second config image on an enabled range-profiler object is accepted
-// by CUPTI and silently decodes to NaN. configure() with a different metric set after begin()
+// by CUPTI and silently decodes to NaN, and a SetConfig in the other range mode (auto after user)
+// crashes at the next Start. configure() with a different metric set or range mode after begin()
 // has used the first therefore disables and re-enables the object (~170 ms on the H200); give a
 // run one metric set and let CUPTI schedule the passes.
 //
