@@ -143,9 +143,12 @@ struct LaunchInfo {
 struct GraphInfo {
   uint64_t graph_id = 0;      ///< the executable graph, the same over its launches (> 0)
   uint64_t kernel_nodes = 0;  ///< kernel nodes, those of child graphs included
-  /// Why the graph cannot be run again (GRAPH_HOST_NODE, GRAPH_DEVICE_LAUNCH, GRAPH_MEMORY), or
-  /// NONE when it can.
+  /// Why the graph cannot be run again (GRAPH_DEVICE_LAUNCH, GRAPH_MEMORY), or NONE when it can.
   kreplay_decline_reason_t unreplayable = KREPLAY_DECLINE_REASON_NONE;
+  /// The graph has host-function nodes: launching it again would run their host code again, so
+  /// it cannot be replayed as a whole (GRAPH_HOST_NODE); run node by node, the host nodes are
+  /// left out (they ran once, in the application's own launch).
+  bool host_nodes = false;
   /// Why its nodes cannot be run one at a time ("conditional nodes", ...); "" when they can.
   std::string whole_only;
 };

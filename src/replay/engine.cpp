@@ -67,6 +67,16 @@ const char* reason_text(kreplay_decline_reason_t r) {
 
 std::vector<DeviceSlot*>& detail::thread_windows() { return tls().windows; }
 
+void Engine::note_host_waiting_kernel(uint64_t kernel_id) {
+  std::lock_guard lock(host_waiting_mu_);
+  host_waiting_kernels_.insert(kernel_id);
+}
+
+bool Engine::is_host_waiting_kernel(uint64_t kernel_id) {
+  std::lock_guard lock(host_waiting_mu_);
+  return host_waiting_kernels_.count(kernel_id) != 0;
+}
+
 bool DeviceSlot::host_waiter_running() {
   std::lock_guard lock(waiters_mu);
   std::erase_if(host_waiters, [](const auto& l) { return l->completed(); });
@@ -207,14 +217,19 @@ DispatchState* Engine::enter(device::Launch& launch) {
     KR_WARN_ONCE("captured", "launches into a stream under capture are not replayed");
     decline(*st, KREPLAY_DECLINE_REASON_STREAM_CAPTURE);
   } else if (const device::GraphInfo* g = launch.graph();
-             g != nullptr && g->unreplayable != KREPLAY_DECLINE_REASON_NONE) {
-    KR_WARN_ONCE(reason_text(g->unreplayable),
+             g != nullptr && (g->unreplayable != KREPLAY_DECLINE_REASON_NONE || g->host_nodes)) {
+    const auto why = g->unreplayable != KREPLAY_DECLINE_REASON_NONE
+                         ? g->unreplayable
+                         : KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE;
+    KR_WARN_ONCE(reason_text(why),
                  "{} is not replayed ({}): it would do that once per pass; it runs once, and "
                  "graphs like it are counted as declined",
-                 info.kernel_name ? info.kernel_name : "a graph", reason_text(g->unreplayable));
-    decline(*st, g->unreplayable);
+                 info.kernel_name ? info.kernel_name : "a graph", reason_text(why));
+    decline(*st, why);
   } else if (st->forced_decline != KREPLAY_DECLINE_REASON_NONE) {
     decline(*st, st->forced_decline);
+  } else if (st->host_visible && is_host_waiting_kernel(info.kernel_id)) {
+    decline(*st, KREPLAY_DECLINE_REASON_WAITS_FOR_HOST);  // it waited for the host before
   } else if (info.flags & KREPLAY_DISPATCH_FLAG_DEVICE_HEAP) {
     KR_WARN_ONCE("device-heap",
                  "kernels whose code uses the device-side heap (malloc, free, new or delete in "
@@ -454,6 +469,7 @@ bool Engine::run_probe(DispatchState& st) {
     out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
     out.reason = KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;
     out.passes_executed = 1;
+    note_host_waiting_kernel(st.info.kernel_id);
     if (auto running = st.launch->record()) {
       std::lock_guard lock(st.slot->waiters_mu);
       st.slot->host_waiters.push_back(std::move(running));

@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <shared_mutex>
 #include <vector>
@@ -369,6 +370,15 @@ class Engine {
   std::atomic<int64_t> nvtx_depth_{0};
   EngineStats stats_;
   std::function<void()> guard_probe_;  // set_guard_probe_for_test
+  // Kernels one of whose launches did not finish its probe (WAITS_FOR_HOST): their later launches
+  // are declined at once instead of waiting for the probe again.
+  std::mutex host_waiting_mu_;
+  std::set<uint64_t> host_waiting_kernels_;
+
+ public:
+  /// A kernel whose launch waited for the host; its later host-visible launches are declined.
+  void note_host_waiting_kernel(uint64_t kernel_id);
+  bool is_host_waiting_kernel(uint64_t kernel_id);
 };
 
 }  // namespace kreplay::replay

@@ -10,9 +10,10 @@
 // application sees at the end is what the nodes run one after another produced, which is a valid
 // execution of the graph. The call returns once every node completed.
 //
-// Graphs whose nodes cannot run one at a time (GraphInfo::whole_only: conditional nodes, memory
-// nodes, ...) and graphs that cannot be run again (GraphInfo::unreplayable) take the ordinary path
-// as one dispatch for the whole graph launch.
+// Host-function nodes are left out of the second run: their host code ran once, in the
+// application's own launch, with the same data. Graphs whose nodes cannot run one at a time
+// (GraphInfo::whole_only: conditional nodes, ...) and graphs that cannot be run again
+// (GraphInfo::unreplayable) take the ordinary path as one dispatch for the whole graph launch.
 #include "common/logging.hpp"
 #include "common/util.hpp"
 #include "replay/engine.hpp"

@@ -156,6 +156,10 @@ void Engine::range_enter(DispatchState& st) {
     // own run is not counted and is waited for only briefly.
     kreplay_decline_reason_t declined =
         graph != nullptr ? graph->unreplayable : KREPLAY_DECLINE_REASON_NONE;
+    if (graph != nullptr && graph->host_nodes && declined == KREPLAY_DECLINE_REASON_NONE)
+      declined = KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE;
+    if (st.host_visible && is_host_waiting_kernel(st.info.kernel_id))
+      declined = KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;  // it waited for the host before
     if (open_range(slot, st, declined) && st.host_visible) {
       slot.range->probe = true;
       slot.range->counter_session_tried = true;  // its own run is not counted
@@ -407,6 +411,7 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
                        "KREPLAY_HOST_WAIT_MS sets the time)",
                        ls.info.dispatch_id, ls.info.kernel_name, opt.host_wait_ms);
           r.declined = KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;
+          note_host_waiting_kernel(ls.info.kernel_id);
           std::lock_guard lock(slot.waiters_mu);
           slot.host_waiters.push_back(std::move(rl->recorded));
           ls.launch = nullptr;

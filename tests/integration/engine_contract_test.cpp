@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/util.hpp"
 #include "harness.hpp"
 #include "kreplay/cxx/names.hpp"
 #include "replay/engine.hpp"
@@ -638,6 +639,19 @@ TEST_F(Contract, DeclineLaunchesThatWaitForTheHost) {
   *flag = 1;  // the host acts: the first launch finishes
   ASSERT_TRUE(hostrt::stream_synchronize(s).ok());
   sync();
+  // The same kernel again: it waited for the host before, so it is declined at once, without a
+  // probe (which would now wait 5 s for a kernel that finishes only when the host acts).
+  o.host_wait_ms = 5000;
+  sdk::Runtime::get().engine().set_options(o);
+  *flag = 0;
+  const uint64_t t0 = now_ns();
+  ASSERT_TRUE(hostrt::launch_args(module().spin, {1}, {1}, s, flag).ok());
+  EXPECT_EQ(tool().config_exit(tool().last_dispatch_id())->outcome.reason,
+            KREPLAY_DECLINE_REASON_WAITS_FOR_HOST);
+  EXPECT_LT(now_ns() - t0, 2'500'000'000u);  // the thread came back without the 5 s probe
+  *flag = 1;
+  ASSERT_TRUE(hostrt::stream_synchronize(s).ok());
+
   ASSERT_TRUE(launch_update(x, 64).ok());
   sync();
   EXPECT_EQ(tool().config_exit(tool().last_dispatch_id())->outcome.outcome,

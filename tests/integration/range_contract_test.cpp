@@ -462,9 +462,12 @@ TEST_F(Range, AWholeGraphIsARangeOfItsOwn) {
   sdk::Runtime::get().engine().set_options(o);
 }
 
-// A graph that cannot be run again is a declined range of one launch: it runs once and its
-// outcome says why.
+// A graph that cannot be run again as a whole (graph profiling) is a declined range of one launch:
+// it runs once and its outcome says why.
 TEST_F(Range, AGraphWithAHostNodeIsADeclinedRange) {
+  auto o = sdk::Runtime::get().engine().options();
+  o.graph_nodes = false;
+  sdk::Runtime::get().engine().set_options(o);
   float* x = buffer(256, 0.5f);
   static int calls;
   calls = 0;
@@ -483,6 +486,8 @@ TEST_F(Range, AGraphWithAHostNodeIsADeclinedRange) {
   EXPECT_EQ(exits[0].outcome.reason, KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE);
   EXPECT_EQ(exits[0].outcome.launches, 1u);
   EXPECT_EQ(exits[0].outcome.passes_executed, 1u);
+  o.graph_nodes = true;
+  sdk::Runtime::get().engine().set_options(o);
 }
 
 // A launch over mapped host memory is a range of its own: its own run is a short probe, then it is

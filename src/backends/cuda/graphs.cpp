@@ -169,7 +169,7 @@ struct Walk {
           break;
         }
         case CU_GRAPH_NODE_TYPE_HOST:
-          out.unreplayable = KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE;
+          out.host_nodes = true;
           break;
         case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
           CUDA_MEM_ALLOC_NODE_PARAMS p{};
@@ -210,10 +210,11 @@ struct Walk {
       if (!allocated.count(p)) out.frees.push_back(p);
     }
     // A launch would leave an allocation behind, or free memory it did not allocate: a second
-    // launch (a replay pass) would fail or free it twice.
-    if (!out.allocates.empty() || !out.frees.empty()) {
-      out.unreplayable = KREPLAY_DECLINE_REASON_GRAPH_MEMORY;
-    }
+    // launch (a replay pass) would fail or free it twice. Graphs whose memory nodes allocate and
+    // free inside them are not run again either: on the H200 some (graphMemoryNodes of NVIDIA's
+    // cuda-samples) failed to launch a second time with CUDA_ERROR_INVALID_VALUE, after the
+    // restore, which would have left the application the state before its launch.
+    if (!allocated.empty() || !freed.empty()) out.unreplayable = KREPLAY_DECLINE_REASON_GRAPH_MEMORY;
   }
 };
 

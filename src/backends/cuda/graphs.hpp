@@ -48,6 +48,7 @@ struct ExecGraph {
   std::vector<GraphNodeWork> nodes;     ///< in an order the dependencies allow
   uint64_t kernel_nodes = 0;
   kreplay_decline_reason_t unreplayable = KREPLAY_DECLINE_REASON_NONE;
+  bool host_nodes = false;              ///< host-function nodes (left out when run node by node)
   std::string whole_only;               ///< why the nodes cannot run one at a time ("" = they can)
   /// Memory nodes whose effect outlives a launch: allocations not freed in the graph, and frees
   /// of memory the graph did not allocate (the inventory learns of them at the launch).

@@ -426,6 +426,7 @@ void describe_graph_launch(CudaLaunch& l) {
   l.graph_info.graph_id = g->id;
   l.graph_info.kernel_nodes = g->kernel_nodes;
   l.graph_info.unreplayable = g->unreplayable;
+  l.graph_info.host_nodes = g->host_nodes;
   l.graph_info.whole_only = g->whole_only;
   std::string name = fmt::format("cuda graph {}", g->id);
   if (!g->whole_only.empty()) name += fmt::format(" (profiled as a whole: {})", g->whole_only);

@@ -463,7 +463,7 @@ void run_nodes(const std::vector<HostGraphNode>& nodes, ExecRecord& total) {
 void count_nodes(const std::vector<HostGraphNode>& nodes, device::GraphInfo& g) {
   for (const auto& n : nodes) {
     if (n.kind == HostGraphNode::Kind::kKernel) ++g.kernel_nodes;
-    if (n.kind == HostGraphNode::Kind::kHost) g.unreplayable = KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE;
+    if (n.kind == HostGraphNode::Kind::kHost) g.host_nodes = true;
     if (n.kind == HostGraphNode::Kind::kConditional) {
       g.whole_only = "conditional nodes";
       count_nodes(n.body, g);
@@ -535,7 +535,7 @@ Result<std::vector<device::GraphStep>> HostGraphLaunch::decompose() {
         return Status::Ok();
       };
     } else {
-      return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "the graph has a host-function node");
+      continue;  // a host node: it ran once, in the application's own launch
     }
     steps.push_back(std::move(step));
   }

@@ -245,6 +245,10 @@ Status RangeProfiler::configure(const std::vector<std::string>& metrics, RangeMo
     ++costs_.reenables;
     RETURN_IF_ERROR(disable());
     RETURN_IF_ERROR(enable());
+    // The counter-data image belongs to the object it was sized for: a new object gets a new
+    // image (reusing the old one crashed in CounterDataImageInitialize on the H200; in range
+    // replay, where the image size differs between the two modes, the switch worked).
+    counter_data_.clear();
   }
   if (object_ == nullptr) RETURN_IF_ERROR(enable());
 
