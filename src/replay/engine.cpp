@@ -379,8 +379,17 @@ void Engine::exit(DispatchState* st, bool submitted) {
     if (st->wait_needed) {
       st->timing = {};
       if (submitted) {
-        Status w = st->work->wait(options().drain_timeout_ms, &st->timing);
-        if (!w.ok()) KR_WARN("dispatch {}: {}", st->info.dispatch_id, w.message());
+        // A launch over mapped host memory may wait for the host: it is waited for only briefly
+        // (its record then has no times) so the application's thread goes on.
+        const Options opt = options();
+        uint64_t limit = opt.drain_timeout_ms;
+        if (st->host_visible) {
+          limit = is_host_waiting_kernel(st->info.kernel_id) ? 0
+                                                             : std::min(opt.host_wait_ms, limit);
+        }
+        Status w = st->work->wait(limit, &st->timing);
+        if (!w.ok() && !st->host_visible) KR_WARN("dispatch {}: {}", st->info.dispatch_id, w.message());
+        if (!w.ok()) st->timing = {};
       }
       hooks_.after_complete(*st);
     }
