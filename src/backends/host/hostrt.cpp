@@ -323,7 +323,7 @@ Result<Module> load_module(const ModuleDesc& desc, int device) {
     if (!dev->reserve(g.size)) return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES, "out of memory");
     void* p = std::aligned_alloc(kAlign, (g.size + kAlign - 1) / kAlign * kAlign);
     std::memset(p, 0, g.size);
-    std::memcpy(p, g.init.data(), std::min(g.size, g.init.size()));
+    if (!g.init.empty()) std::memcpy(p, g.init.data(), std::min(g.size, g.init.size()));
     mod->globals[g.name] = p;
     sdk.on_allocate(dev->agent, reinterpret_cast<uint64_t>(p), g.size,
                     KREPLAY_MEMORY_KIND_MODULE_GLOBAL);
