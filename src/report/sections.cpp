@@ -321,6 +321,12 @@ std::vector<std::string> Section::counters() const {
   return out;
 }
 
+bool Section::collectable() const {
+  const auto& kinds = available_data_kinds();
+  return requires_data.empty() ||
+         std::find(kinds.begin(), kinds.end(), requires_data) != kinds.end();
+}
+
 const SectionMetric* Section::metric(std::string_view name_or_alias) const {
   for (const auto& m : metrics) {
     if (m.name == name_or_alias || (!m.alias.empty() && m.alias == name_or_alias)) return &m;

@@ -79,6 +79,8 @@ struct Section {
 
   /// The counters it collects (metrics that are not fields), in order.
   std::vector<std::string> counters() const;
+  /// False while it needs data kreplay does not collect (requires_data not available).
+  bool collectable() const;
   /// The metric a name or alias refers to; nullptr for none.
   const SectionMetric* metric(std::string_view name_or_alias) const;
 };
