@@ -38,9 +38,12 @@ std::string short_name(const std::string& name, size_t max = 46) {
 
 std::string num(double v) { return fmt::format("{:.2f}", v); }
 
-// Colours: compute, memory, and a palette for passes.
+// Bars and points; passes use shades of blue and green, so that they never look like the grey
+// snapshots and orange restores beside them.
 constexpr const char* kPalette[] = {"#3b6fb6", "#e07b39", "#5aa469", "#9b59b6", "#c0392b",
                                     "#16a085", "#d4ac0d", "#7f8c8d", "#2c3e50", "#e84393"};
+constexpr const char* kPassColours[] = {"#2f5d9e", "#5aa469", "#6f9fd8", "#2e8b57", "#9fc3ee",
+                                        "#7cc08e"};
 
 std::string svg_open(const std::string& chart, int height, const std::string& label) {
   return fmt::format(
@@ -287,8 +290,9 @@ Result<std::string> timeline(const Database& db) {
   const int row = 20, plot = kWidth - kLabel - 110;
   const int height = 40 + row * static_cast<int>(order.size());
   out += fmt::format("<p>Each row is one launch ({} shown), scaled to its own replay window: "
-                     "<span class=\"key snap\">snapshot</span> <span class=\"key pass\">passes"
-                     "</span> <span class=\"key restore\">restore</span>.</p>\n",
+                     "<span class=\"key snap\">snapshot</span> <span class=\"key pass\">pass 0</span> "
+                     "<span class=\"key pass1\">pass 1</span> <span class=\"key pass2\">pass 2"
+                     "</span> ... <span class=\"key restore\">restore</span>.</p>\n",
                      order.size());
   out += svg_open("timeline", height, "replay timeline");
   int y = 8;
@@ -312,7 +316,7 @@ Result<std::string> timeline(const Database& db) {
           "<rect class=\"pass\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>"
           "pass {}: {}</title></rect>\n",
           num(X(p->start_ns)), y + 2, num(std::max(1.0, (p->end_ns - p->start_ns) / span * plot)),
-          row - 6, kPalette[p->replay_pass % 10], p->replay_pass,
+          row - 6, kPassColours[p->replay_pass % 6], p->replay_pass,
           output::format_duration(static_cast<double>(p->end_ns - p->start_ns)));
     }
     out += text(kLabel + plot + 8, y + 14, output::format_duration(span), "value");
@@ -396,7 +400,8 @@ rect.plot{fill:none;stroke:#ccc}rect.baseline{fill:#999}
 polyline.roof{fill:none;stroke:#c0392b;stroke-width:2}circle.point{stroke:#fff;stroke-width:1.5}
 rect.snap{fill:#888}rect.restore{fill:#e07b39}
 .key{padding:0 6px;color:#fff;border-radius:3px}.key.snap{background:#888}
-.key.pass{background:#3b6fb6}.key.restore{background:#e07b39}
+.key.pass{background:#2f5d9e}.key.pass1{background:#5aa469}.key.pass2{background:#6f9fd8}
+.key.restore{background:#e07b39}
 table{border-collapse:collapse;margin:4px 0}td,th{padding:2px 10px;border-bottom:1px solid #eee;
 text-align:left}td:nth-child(n+3){text-align:right;font-variant-numeric:tabular-nums}
 tr.derived td:first-child{font-style:italic}

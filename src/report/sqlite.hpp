@@ -17,11 +17,12 @@ class SqlStmt {
  public:
   SqlStmt() = default;
   explicit SqlStmt(sqlite3_stmt* s) : s_(s) {}
-  SqlStmt(SqlStmt&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  SqlStmt(SqlStmt&& o) noexcept : s_(std::exchange(o.s_, nullptr)), rc_(o.rc_) {}
   SqlStmt& operator=(SqlStmt&& o) noexcept {
     if (this != &o) {
       sqlite3_finalize(s_);
       s_ = std::exchange(o.s_, nullptr);
+      rc_ = o.rc_;
     }
     return *this;
   }
