@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -39,9 +40,43 @@ Status from_cli11(const CLI::ParseError& e, const char* command) {
   return invalid(fmt::format("{}; run kreplay {} --help for the options", what, command));
 }
 
+// As the main command (cli/options.cpp): an option never takes another option as its value.
+Status check_option_values(const CLI::App& app, const std::vector<std::string>& words,
+                           const char* command) {
+  auto option_of = [&app](const std::string& word) -> const CLI::Option* {
+    if (word.size() < 2 || word[0] != '-') return nullptr;
+    const std::string name = word.substr(0, word.find('='));
+    for (const CLI::Option* opt : app.get_options()) {
+      for (const std::string& n : opt->get_lnames()) {
+        if (name == "--" + n) return opt;
+      }
+      for (const std::string& n : opt->get_snames()) {
+        if (name == "-" + n) return opt;
+      }
+    }
+    return nullptr;
+  };
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    const CLI::Option* opt = option_of(words[i]);
+    if (opt == nullptr || opt->get_expected_min() < 1 || opt->get_type_size_max() < 1 ||
+        words[i].find('=') != std::string::npos)
+      continue;
+    const std::string& next = words[i + 1];
+    const bool option_like = next.size() > 1 && next[0] == '-' &&
+                             !(std::isdigit(static_cast<unsigned char>(next[1])) || next[1] == '.');
+    if (!option_like) continue;
+    return invalid(fmt::format("{} needs a value before {}, which is an option (a list ends at the "
+                               "next option); write {} {} ... (kreplay {} --help)",
+                               words[i], next.substr(0, next.find('=')), words[i],
+                               opt->get_type_name(), command));
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<std::string>> parse_args(CLI::App& app, const std::vector<std::string>& args,
                                             const char* command, bool* help) {
   std::vector<std::string> rest(args.begin() + 1, args.end());
+  RETURN_IF_ERROR(check_option_values(app, rest, command));
   std::vector<std::string> reversed(rest.rbegin(), rest.rend());
   try {
     app.parse(reversed);

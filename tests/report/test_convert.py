@@ -143,7 +143,8 @@ class Convert(rep.ReportCase):
                 ([db, "--to", "sqlite"], ["--to sqlite", "the database is the sqlite output"]),
                 ([db, "--to", "xml"], ["--to xml: convert writes csv, json or perfetto"]),
                 ([os.path.join(self.tmp, "nope.db"), "--to", "csv"], ["no such file"]),
-                ([], ["kreplay convert needs a results database"])):
+                ([], ["kreplay convert needs a results database"]),
+                ([db, "--to", "-d", "x"], ["--to needs a value before -d"])):
             c = self.kreplay("convert", *args)
             self.assertEqual(c.rc, 2, str(c))
             self.assert_one_line_error(c, *needles)

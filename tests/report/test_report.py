@@ -256,7 +256,11 @@ class Report(rep.ReportCase):
                 ([db, "--section-folder", "/no/such/dir"], ["section folder /no/such/dir does "
                                                             "not exist"]),
                 ([], ["kreplay report needs a results database"]),
-                ([db, "--bogus"], ["--bogus", "kreplay report --help"])):
+                ([db, "--bogus"], ["--bogus", "kreplay report --help"]),
+                ([db, "--section", "--format", "json"], ["--section needs a value before "
+                                                         "--format"]),
+                ([db, "--baseline", "-k", "x"], ["--baseline needs a value before -k"]),
+                ([db, "-o", "--format=csv"], ["-o needs a value before --format"])):
             r = self.kreplay("report", *args)
             self.assertEqual(r.rc, 2, str(r))
             self.assert_one_line_error(r, *needles)
