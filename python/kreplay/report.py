@@ -31,16 +31,18 @@ LAUNCH_SQL = (
     "LEFT JOIN pass_time t ON t.app_pass = d.app_pass AND t.dispatch_id = d.dispatch_id "
     "ORDER BY d.app_pass, d.dispatch_id")
 
-SCHEMA_VERSION = 1
+# The results schema versions this package reads: later versions only add columns (2: graph ids
+# on dispatches, a counter status per pass) that the report does not need.
+SCHEMA_VERSIONS = (1, 2)
 
 
 def _connect(path):
     con = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
     con.row_factory = sqlite3.Row
     version = con.execute("SELECT value FROM metadata WHERE key = 'schema_version'").fetchone()
-    if version is None or int(version[0]) != SCHEMA_VERSION:
-        raise ValueError("%s has results schema version %s, this package reads version %d"
-                         % (path, version[0] if version else None, SCHEMA_VERSION))
+    if version is None or int(version[0]) not in SCHEMA_VERSIONS:
+        raise ValueError("%s has results schema version %s, this package reads versions %s"
+                         % (path, version[0] if version else None, SCHEMA_VERSIONS))
     return con
 
 

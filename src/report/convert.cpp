@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -12,6 +13,7 @@
 
 #include "output/records.hpp"
 #include "output/writer.hpp"
+#include "report/database.hpp"
 #include "report/sqlite.hpp"
 
 namespace kreplay::report {
@@ -40,6 +42,8 @@ struct Cursor {
 };
 
 // SELECT <order key>, <columns...>: the key is seq, or a stand-in for databases without it.
+// A column written "name=DEFAULT" is optional: databases of an older schema version that lack it
+// read DEFAULT instead (a column added later, such as graph ids, goes in this way).
 struct TableSpec {
   const char* table;
   const char* columns;
@@ -172,6 +176,27 @@ std::vector<TableSpec> table_specs(uint32_t app_pass) {
   return t;
 }
 
+// "a, b, c=0" -> "a, b, c" or "a, b, 0 AS c", as the table has c or not.
+std::string select_columns(const SqlDb& db, const std::string& table, const std::string& columns) {
+  std::string out;
+  size_t start = 0;
+  while (start < columns.size()) {
+    size_t end = columns.find(',', start);
+    if (end == std::string::npos) end = columns.size();
+    std::string item = columns.substr(start, end - start);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    const size_t eq = item.find('=');
+    if (eq != std::string::npos) {
+      const std::string name = item.substr(0, eq);
+      item = db.has_column(table, name) ? name : item.substr(eq + 1) + " AS " + name;
+    }
+    out += (out.empty() ? "" : ", ") + item;
+    start = end + 1;
+  }
+  return out;
+}
+
 std::map<std::string, std::string> string_map(const std::string& text) {
   std::map<std::string, std::string> out;
   json j = json::parse(text, nullptr, false);
@@ -241,7 +266,8 @@ Status convert_run(const SqlDb& db, uint32_t app_pass, bool has_seq,
     ASSIGN_OR_RETURN(c.stmt, db.prepare(fmt::format("SELECT {} AS k, {} FROM {} WHERE app_pass = "
                                                     "{} ORDER BY k",
                                                     has_seq ? "seq" : spec.fallback_key,
-                                                    spec.columns, spec.table, app_pass)));
+                                                    select_columns(db, spec.table, spec.columns),
+                                                    spec.table, app_pass)));
     c.emit = spec.emit;
     c.next();
     cursors.push_back(std::move(c));
@@ -291,10 +317,12 @@ Result<ConvertResult> convert_database(const ConvertOptions& o) {
     ASSIGN_OR_RETURN(SqlStmt s, db.prepare("SELECT value FROM metadata WHERE key = "
                                            "'schema_version'"));
     const std::string version = s.step() ? s.text(0) : "";
-    if (version != std::to_string(output::kSchemaVersion)) {
+    const int number = std::atoi(version.c_str());
+    if (number < kOldestSchemaVersion || number > output::kSchemaVersion) {
       return invalid(fmt::format("{} has results schema version '{}', this kreplay converts "
-                                 "version {}; use the kreplay that wrote it",
-                                 o.database, version, output::kSchemaVersion));
+                                 "versions {} to {}; use the kreplay that wrote it",
+                                 o.database, version, kOldestSchemaVersion,
+                                 output::kSchemaVersion));
     }
   }
   ConvertResult result;

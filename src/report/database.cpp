@@ -55,10 +55,11 @@ Result<Database> Database::open(const std::string& path) {
                      db.prepare("SELECT value FROM metadata WHERE key = 'schema_version'"));
     if (s.step()) out.schema_version = std::atoi(s.raw_text(0));
   }
-  if (out.schema_version != output::kSchemaVersion) {
-    return invalid(fmt::format("{} has results schema version {}, this kreplay reads version {}; "
-                               "use the kreplay that wrote it",
-                               path, out.schema_version, output::kSchemaVersion));
+  if (out.schema_version < kOldestSchemaVersion || out.schema_version > output::kSchemaVersion) {
+    return invalid(fmt::format("{} has results schema version {}, this kreplay reads versions {} "
+                               "to {}; use the kreplay that wrote it",
+                               path, out.schema_version, kOldestSchemaVersion,
+                               output::kSchemaVersion));
   }
   out.has_seq = db.has_column("counters", "seq");
   {

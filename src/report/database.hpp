@@ -14,6 +14,12 @@
 
 namespace kreplay::report {
 
+/// The oldest results schema version report and convert read. Later versions only add columns
+/// (2: graph ids on dispatches, a counter status per pass), which report does not need and
+/// convert reads where they exist, so every version from this one to output::kSchemaVersion is
+/// read.
+inline constexpr int kOldestSchemaVersion = 1;
+
 struct DbRun {
   uint32_t app_pass = 0;
   uint32_t app_pass_count = 0;

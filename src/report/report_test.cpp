@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "output/test_records.hpp"
 #include "output/test_util.hpp"
@@ -228,6 +229,24 @@ TEST_F(Model, RenderedFormats) {
   ASSERT_TRUE(html.ok());
   EXPECT_NE(html->find("data-chart=\"timeline\""), std::string::npos);
   EXPECT_EQ(html->find("hotspots"), std::string::npos);
+}
+
+TEST_F(Model, AnotherSchemaVersionIsRefusedWithTheVersionsItReads) {
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "run_results.db").c_str(), &h), SQLITE_OK);
+  sqlite3_exec(h, "UPDATE metadata SET value = '99' WHERE key = 'schema_version'", nullptr,
+               nullptr, nullptr);
+  sqlite3_close(h);
+  auto db = Database::open(dir_ / "run_results.db");
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.status().message().find("has results schema version 99, this kreplay reads "
+                                       "versions 1 to"),
+            std::string::npos)
+      << db.status().message();
+  ConvertOptions o;
+  o.database = dir_ / "run_results.db";
+  o.formats = {"csv"};
+  EXPECT_FALSE(convert_database(o).ok());
 }
 
 TEST(Database, RefusesWhatIsNotAResultsDatabase) {
