@@ -305,6 +305,7 @@ def build_report(path, baseline=None, sections=None, kernel="", launch=None,
                 continue
             shown.append(s)
     else:
+        partial = []
         for s in catalog.sections:
             if not data_there(s):
                 continue
@@ -312,9 +313,15 @@ def build_report(path, baseline=None, sections=None, kernel="", launch=None,
             if not missing:
                 shown.append(s)
             elif len(missing) < len(s.counters()):
-                notes.append("section %s is incomplete: %d of its %d counters are not in this "
-                             "database (e.g. %s); --section %s shows it anyway"
-                             % (s.name, len(missing), len(s.counters()), missing[0], s.name))
+                partial.append(s)
+        shown_counters = {c for s in shown for c in s.counters()}
+        for s in partial:
+            missing = [c for c in s.counters() if c not in collected]
+            if not any(c in collected and c not in shown_counters for c in s.counters()):
+                continue
+            notes.append("section %s is incomplete: %d of its %d counters are not in this "
+                         "database (e.g. %s); --section %s shows it anyway"
+                         % (s.name, len(missing), len(s.counters()), missing[0], s.name))
 
     logical = _logical(launches)
     all_ns = 0.0

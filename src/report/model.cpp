@@ -246,20 +246,40 @@ Result<Report> build_report(const Database& db, const Database* baseline, const 
       report.shown.push_back(s);
     }
   } else {
+    std::vector<const Section*> partial;
     for (const Section& s : catalog.sections()) {
       if (!data_there(s)) continue;
-      std::vector<std::string> missing;
-      for (const auto& c : s.counters()) {
-        if (collected.count(c) == 0) missing.push_back(c);
-      }
-      if (missing.empty()) {
+      size_t missing = 0;
+      for (const auto& c : s.counters()) missing += collected.count(c) == 0 ? 1 : 0;
+      if (missing == 0) {
         report.shown.push_back(&s);
-      } else if (missing.size() < s.counters().size()) {
-        report.notes.push_back(fmt::format(
-            "section {} is incomplete: {} of its {} counters are not in this database (e.g. {}); "
-            "--section {} shows it anyway",
-            s.name, missing.size(), s.counters().size(), missing.front(), s.name));
+      } else if (missing < s.counters().size()) {
+        partial.push_back(&s);
       }
+    }
+    // A section partly there is a note only when the run collected one of its counters that no
+    // section shown has (sections share counters such as gpu__time_duration.sum).
+    std::set<std::string> shown_counters;
+    for (const Section* s : report.shown) {
+      for (const auto& c : s->counters()) shown_counters.insert(c);
+    }
+    for (const Section* s : partial) {
+      bool own = false;
+      std::string first_missing;
+      size_t missing = 0;
+      for (const auto& c : s->counters()) {
+        if (collected.count(c) == 0) {
+          if (first_missing.empty()) first_missing = c;
+          ++missing;
+        } else if (shown_counters.count(c) == 0) {
+          own = true;
+        }
+      }
+      if (!own) continue;
+      report.notes.push_back(fmt::format(
+          "section {} is incomplete: {} of its {} counters are not in this database (e.g. {}); "
+          "--section {} shows it anyway",
+          s->name, missing, s->counters().size(), first_missing, s->name));
     }
   }
 

@@ -10,7 +10,8 @@
 //    values and rules are computed from those means. total_ns sums launch.duration_ns.
 //  - Kernels are ordered by total_ns (largest first), then by name.
 //  - A section is shown when its data is there (requires) and the database has every counter it
-//    names, or when --section names it. A section with some of its counters missing is a note.
+//    names, or when --section names it. A section with some of its counters missing is a note,
+//    when the database has one of its counters that no section shown has.
 //  - A rule fires when its condition is available and not 0.
 //  - change_pct = (value - baseline) / |baseline| * 100, when both exist and baseline != 0. The
 //    baseline subject is the kernel of the same name (per launch: the same name and ordinal).
