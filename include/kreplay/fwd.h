@@ -140,8 +140,9 @@ typedef enum kreplay_decline_reason_t {
   KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE,     ///< a graph with a host-function node: its host
                                               ///< code would run once per pass
   KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH, ///< a graph made for launches from the device
-  KREPLAY_DECLINE_REASON_GRAPH_MEMORY,        ///< a graph whose memory nodes free memory it did
-                                              ///< not allocate: running it again would free twice
+  KREPLAY_DECLINE_REASON_GRAPH_MEMORY,        ///< a graph whose memory nodes leave an allocation
+                                              ///< behind or free one it did not make: running it
+                                              ///< again would fail or free twice
   KREPLAY_DECLINE_REASON_WAITS_FOR_HOST,      ///< the kernel reads mapped host memory and did not
                                               ///< finish while its thread was held: it may be
                                               ///< waiting for the host (or earlier work is)

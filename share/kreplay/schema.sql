@@ -16,6 +16,11 @@
 --     its two's-complement negative.
 --   * counters.value is NULL when the measured value was NaN.
 --   * Plain tables (no STRICT, no JSONB) so older SQLite readers open the file.
+--   * seq: the order in which the writer received the record, counted over every record table
+--     (1, 2, ... per app_pass). `kreplay convert` replays a database through the other writers in
+--     this order, so its CSV, JSON and Perfetto files are those the run would have written. NULL
+--     in databases written before the column was added (the schema version did not change:
+--     readers that do not know the column are not affected).
 --
 -- Views with one column per counter cannot be declared here because the counter set belongs to
 -- the run. The writer creates them when the run begins and refreshes them when new counter names
@@ -79,6 +84,7 @@ CREATE TABLE devices (
   multiprocessor_count INTEGER NOT NULL,
   cc_major             INTEGER NOT NULL,
   cc_minor             INTEGER NOT NULL,
+  seq INTEGER,  -- arrival order (see the top)
   PRIMARY KEY (app_pass, agent_id)
 );
 
@@ -89,6 +95,7 @@ CREATE TABLE kernels (
   code_object_id INTEGER NOT NULL,
   mangled_name   TEXT NOT NULL,
   demangled_name TEXT NOT NULL,
+  seq INTEGER,  -- arrival order (see the top)
   PRIMARY KEY (app_pass, kernel_id)
 );
 
@@ -125,6 +132,7 @@ CREATE TABLE dispatches (
   end_ns               INTEGER NOT NULL,  -- last pass end
   graph_id             INTEGER NOT NULL DEFAULT 0,  -- the CUDA graph that launched it (0: none)
   graph_node           INTEGER NOT NULL DEFAULT 0,  -- a kernel node's place in its graph's order
+  seq INTEGER,  -- arrival order (see the top)
   PRIMARY KEY (app_pass, dispatch_id)
 );
 
@@ -138,6 +146,7 @@ CREATE TABLE passes (
   start_ns    INTEGER NOT NULL,
   end_ns      INTEGER NOT NULL,
   counter_status TEXT NOT NULL DEFAULT '',  -- '' none asked | ok | lost (CUPTI failed)
+  seq INTEGER,  -- arrival order (see the top)
   PRIMARY KEY (app_pass, dispatch_id, replay_pass)
 ) WITHOUT ROWID;
 
@@ -150,6 +159,7 @@ CREATE TABLE counters (
   value       REAL,
   agent_id    INTEGER NOT NULL,
   kernel_id   INTEGER NOT NULL,
+  seq INTEGER,  -- arrival order (see the top)
   PRIMARY KEY (app_pass, dispatch_id, name, replay_pass)
 ) WITHOUT ROWID;
 
@@ -161,7 +171,8 @@ CREATE TABLE allocations (
   kind         TEXT NOT NULL,        -- device | pool | virtual | managed | host_mapped | module_global
   address      INTEGER NOT NULL,
   size         INTEGER NOT NULL,
-  timestamp_ns INTEGER NOT NULL
+  timestamp_ns INTEGER NOT NULL,
+  seq INTEGER  -- arrival order (see the top)
 );
 
 -- Snapshot and restore intervals of replay windows.
@@ -175,7 +186,8 @@ CREATE TABLE replay_phases (
   after_pass  INTEGER NOT NULL,     -- restore: the pass it follows; snapshot: 0
   start_ns    INTEGER NOT NULL,
   end_ns      INTEGER NOT NULL,
-  bytes       INTEGER NOT NULL
+  bytes       INTEGER NOT NULL,
+  seq INTEGER  -- arrival order (see the top)
 );
 CREATE INDEX replay_phases_by_dispatch ON replay_phases (app_pass, dispatch_id);
 

@@ -532,6 +532,16 @@ class JobReader {
       ASSIGN_OR_RETURN(auto names, v.name_list());
       RETURN_IF_ERROR(check_counter_names(what, names));
       s.metrics = std::move(names);
+    } else if (key == "set") {
+      ASSIGN_OR_RETURN(std::string text, v.non_empty_text("\"basic\""));
+      s.metric_set = std::move(text);
+    } else if (key == "section") {
+      ASSIGN_OR_RETURN(auto names, v.name_list());
+      if (names.empty()) return v.type_error("a section name or a list of them");
+      s.sections = std::move(names);
+    } else if (key == "section_folder") {
+      ASSIGN_OR_RETURN(std::string text, v.non_empty_text("\"my_sections\""));
+      s.section_folder = std::move(text);
     } else if (key == "timing_pass") {
       ASSIGN_OR_RETURN(job_->timing_pass, v.boolean());
     } else if (key == "timing_pass_flush_cache") {

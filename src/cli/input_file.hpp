@@ -41,11 +41,14 @@ inline constexpr std::array<std::string_view, 3> kTopLevelKeys = {"$schema", "jo
                                                                   "jobs"};
 
 /// Keys accepted in a job, in the order the schema documents them.
-inline constexpr std::array<std::string_view, 25> kJobKeys = {
+inline constexpr std::array<std::string_view, 28> kJobKeys = {
     "pmc",
     "pmc_groups",
     "pmc_group_interval",
     "metrics",
+    "set",
+    "section",
+    "section_folder",
     "timing_pass",
     "timing_pass_flush_cache",
     "replay_mode",

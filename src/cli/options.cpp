@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <sstream>
 
@@ -22,6 +23,9 @@ constexpr const char* kSeeHelp = "run kreplay --help for the options";
 struct Raw {
   std::vector<std::vector<std::string>> pmc;
   std::vector<std::string> metrics;
+  std::string metric_set, section_folder;
+  std::vector<std::string> sections;
+  bool list_sets = false, list_sections = false;
   std::string replay_mode, range_markers, replay_memory, graph_profiling;
   bool beta = false;
   std::string include, exclude, kernel_name, iteration_range, launch_skip, launch_count;
@@ -72,8 +76,11 @@ class Formatter : public CLI::Formatter {
 
   std::string make_usage(const CLI::App*, std::string) const override {
     return "\nUsage: kreplay [OPTIONS] -- APP [ARGS...]\n"
+           "       kreplay report RUN.db [OPTIONS]       (kreplay report --help)\n"
+           "       kreplay convert RUN.db --to FORMAT    (kreplay convert --help)\n"
            "       kreplay --list-avail [--chip NAME]\n"
-           "       kreplay --pmc-check COUNTER... [--chip NAME]\n";
+           "       kreplay --pmc-check COUNTER... [--chip NAME]\n"
+           "       kreplay --list-sets | --list-sections [--section-folder DIR]\n";
   }
 
   std::string make_option(const CLI::Option* opt, bool is_positional) const override {
@@ -92,6 +99,10 @@ constexpr const char* kDescription =
 
 constexpr const char* kFooter =
     "Examples:\n"
+    "  kreplay -- ./app\n"
+    "      no counters named: the set basic (launch statistics, occupancy, speed of light)\n"
+    "  kreplay --set full -k regex:gemm --launch-count 3 -- ./app\n"
+    "      every section on the first 3 gemm launches; then: kreplay report <host>/<pid>_results.db\n"
     "  kreplay --pmc sm__cycles_elapsed.avg smsp__inst_executed.sum -- ./app\n"
     "      one counter group, one run, no replay\n"
     "  kreplay --pmc sm__cycles_elapsed.avg --pmc dram__bytes_read.sum -- ./app\n"
@@ -131,6 +142,23 @@ void add_options(CLI::App& app, Raw& r) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("M1,M2,...")
+      ->group(counters);
+  app.add_option("--set", r.metric_set,
+                 "Collect a set of sections: basic (the default when no counters are named), "
+                 "detailed, full or none (--list-sets)")
+      ->type_name("NAME")
+      ->group(counters);
+  app.add_option("--section", r.sections,
+                 "Collect a section (--list-sections), or those matching regex:EXPR; repeatable, "
+                 "and adds to --set")
+      ->delimiter(',')
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("NAME|regex:EXPR")
+      ->group(counters);
+  app.add_option("--section-folder", r.section_folder,
+                 "Also read the section files (*.yaml, sets.yaml) of this folder")
+      ->type_name("DIR")
       ->group(counters);
 
   const char* replay = "Replay";
@@ -219,6 +247,10 @@ void add_options(CLI::App& app, Raw& r) {
   const char* discover = "Counter discovery (no application)";
   app.add_flag("--list-avail", r.list_avail, "List the counters and metrics, then exit")
       ->group(discover);
+  app.add_flag("--list-sets", r.list_sets, "List the sets of sections, then exit")->group(discover);
+  app.add_flag("--list-sections", r.list_sections,
+               "List the sections, their metrics and rules, then exit")
+      ->group(discover);
   app.add_option("--pmc-check", r.pmc_check, "Check that these counters fit in one pass, then exit")
       ->delimiter(',')
       ->expected(1, -1)
@@ -226,8 +258,8 @@ void add_options(CLI::App& app, Raw& r) {
       ->type_name("COUNTER")
       ->group(discover);
   app.add_option("--chip", r.chip,
-                 "With --list-avail or --pmc-check: the chip to ask about (e.g. GH100), so no GPU "
-                 "is needed")
+                 "With --list-avail, --pmc-check, --list-sets or --list-sections: the chip to ask "
+                 "about (e.g. GH100), so no GPU is needed")
       ->type_name("NAME")
       ->group(discover);
 
@@ -275,7 +307,7 @@ Status from_cli11(const CLI::ParseError& e) {
   if (what.find("At Most") != std::string::npos && !name.empty()) {
     return invalid(
         fmt::format("{} is given more than once; give it once (repeat only --pmc, "
-                    "--metrics, --output-format and --pmc-check)",
+                    "--metrics, --section, --output-format and --pmc-check)",
                     name));
   }
   if (what.find("required") != std::string::npos && what.find("missing") != std::string::npos &&
@@ -285,10 +317,80 @@ Status from_cli11(const CLI::ParseError& e) {
   return invalid(fmt::format("{}; {}", what, kSeeHelp));
 }
 
-Status check_extras(const CLI::App& app) {
+// The option @p word names ("--chip", "--chip=GH100", "-k"), or nullptr.
+const CLI::Option* option_of(const CLI::App& app, const std::string& word) {
+  if (word.size() < 2 || word[0] != '-') return nullptr;
+  const std::string name = word.substr(0, word.find('='));
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const std::string& n : opt->get_lnames()) {
+      if (name == "--" + n) return opt;
+    }
+    for (const std::string& n : opt->get_snames()) {
+      if (name == "-" + n) return opt;
+    }
+  }
+  return nullptr;
+}
+
+// A word that is written as an option: "-x", "--name", not a negative number or "-".
+bool looks_like_option(const std::string& word) {
+  if (word.size() < 2 || word[0] != '-') return false;
+  const char c = word[1];
+  return !(std::isdigit(static_cast<unsigned char>(c)) || c == '.');
+}
+
+// An option that takes values never takes an option as its value: a list ends at the next word
+// written as an option, wherever it stands (CLI11 would let `--pmc-check --chip GH100 A B` take
+// --chip as a counter, because a list must have one value). `--opt=value` is always a value.
+Status check_option_values(const CLI::App& app, const std::vector<std::string>& words) {
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    const CLI::Option* opt = option_of(app, words[i]);
+    if (opt == nullptr || opt->get_expected_min() < 1 || opt->get_type_size_max() < 1 ||
+        words[i].find('=') != std::string::npos)
+      continue;
+    const std::string& next = words[i + 1];
+    if (!looks_like_option(next)) continue;
+    const std::string name = words[i];
+    const std::string type = opt->get_type_name().empty() ? "VALUE" : opt->get_type_name();
+    const bool list = opt->get_expected_max() > 1;
+    const std::string other = printable(next.substr(0, next.find('=')));
+    std::string example = fmt::format("{} {}{}", name, type, list ? " ..." : "");
+    if (name == "--pmc-check") example = "kreplay --pmc-check A B --chip GH100";
+    if (name == "--pmc") example = "kreplay --pmc A B --pmc C -- ./app";
+    return invalid(fmt::format(
+        "{} needs {} before {}, which is {} (a{} ends at the next option); write {}", name,
+        list ? "its values" : "a value", other,
+        option_of(app, next) != nullptr ? "one of kreplay's options" : "written as an option",
+        list ? " list" : "n option's value", example));
+  }
+  return Status::Ok();
+}
+
+Status check_extras(const CLI::App& app, const std::vector<std::string>& words) {
   std::vector<std::string> extras = app.remaining();
   if (extras.empty()) return Status::Ok();
   const std::string& first = extras.front();
+  // A word left over after a list that another option ended: say where its values must go.
+  auto at = std::find(words.begin(), words.end(), first);
+  const CLI::Option* ended = nullptr;
+  std::string ender;
+  for (auto it = words.begin(); it != at && it != words.end(); ++it) {
+    const CLI::Option* opt = option_of(app, *it);
+    if (opt == nullptr) continue;
+    if (ended == nullptr && opt->get_expected_max() > 1 && it->find('=') == std::string::npos) {
+      ended = opt;
+    } else if (ended != nullptr && ender.empty()) {
+      ender = it->substr(0, it->find('='));
+    }
+  }
+  if (!looks_like_option(first) && ended != nullptr && !ender.empty() &&
+      first.find('/') == std::string::npos) {
+    const std::string list = "--" + ended->get_lnames().front();
+    return invalid(fmt::format(
+        "unexpected argument \"{}\": {} ends the list of {} (a list ends at the next option); "
+        "put all of {}'s values before {}, or the application after --",
+        printable(first), ender, list, list, ender));
+  }
   if (first.size() > 1 && first[0] == '-') {
     std::string name = printable(first.substr(0, first.find('=')));
     std::string close = closest_name(name, option_names(app));
@@ -318,6 +420,23 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
   if (given("--metrics")) {
     RETURN_IF_ERROR(check_counter_names("--metrics", r.metrics));
     s.metrics = r.metrics;
+  }
+  if (given("--set")) {
+    if (r.metric_set.empty()) return invalid("--set is empty; give a set such as basic");
+    s.metric_set = r.metric_set;
+  }
+  if (given("--section")) {
+    std::vector<std::string> items;
+    for (const std::string& item : r.sections) {
+      for (std::string& part : split_list(item)) items.push_back(std::move(part));
+    }
+    if (items.empty()) return invalid("--section is empty; give a section such as SpeedOfLight");
+    s.sections = std::move(items);
+  }
+  if (given("--section-folder")) {
+    if (r.section_folder.empty())
+      return invalid("--section-folder is empty; give a folder of section files");
+    s.section_folder = r.section_folder;
   }
 
   // Replay.
@@ -420,6 +539,9 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
 
   // Discovery modes.
   o.list_avail = r.list_avail;
+  o.list_sets = r.list_sets;
+  o.list_sections = r.list_sections;
+
   if (given("--pmc-check")) {
     RETURN_IF_ERROR(check_counter_names("--pmc-check", r.pmc_check));
     o.pmc_check = r.pmc_check;
@@ -428,14 +550,26 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
     if (r.chip.empty()) return invalid("--chip is empty; give a chip name such as GH100");
     o.chip = r.chip;
   }
+  if (o.list_sets || o.list_sections) {
+    const char* mode = o.list_sets ? "--list-sets" : "--list-sections";
+    if (o.list_sets && o.list_sections)
+      return invalid("--list-sets and --list-sections are two separate commands; give one of them");
+    if (r.list_avail || given("--pmc-check"))
+      return invalid(fmt::format("{} and {} are two separate commands; give one of them", mode,
+                                 r.list_avail ? "--list-avail" : "--pmc-check"));
+    if (!o.command.empty())
+      return invalid(fmt::format("{} runs no application; drop \"-- {} ...\" or drop {}", mode,
+                                 printable(o.command.front()), mode));
+    return o;
+  }
   const bool discovery = o.list_avail || !o.pmc_check.empty();
   if (o.list_avail && !o.pmc_check.empty()) {
     return invalid("--list-avail and --pmc-check are two separate commands; give one of them");
   }
-  if (o.chip && !discovery) {
+  if (o.chip && !discovery && !o.list_sets && !o.list_sections) {
     return invalid(
-        "--chip only applies to --list-avail and --pmc-check; drop it when profiling "
-        "(the GPU the application uses is asked directly)");
+        "--chip only applies to --list-avail, --pmc-check, --list-sets and --list-sections; drop "
+        "it when profiling (the GPU the application uses is asked directly)");
   }
   if (discovery) {
     const char* mode = o.list_avail ? "--list-avail" : "--pmc-check";
@@ -493,6 +627,7 @@ Result<CliOptions> parse_command_line(const std::vector<std::string>& args) {
     Raw raw;
     add_options(app, raw);
     app.allow_extras(true);
+    RETURN_IF_ERROR(check_option_values(app, ours));
     std::vector<std::string> reversed(ours.rbegin(), ours.rend());
     try {
       app.parse(reversed);
@@ -514,7 +649,7 @@ Result<CliOptions> parse_command_line(const std::vector<std::string>& args) {
       o.show_version = true;
       return o;
     }
-    RETURN_IF_ERROR(check_extras(app));
+    RETURN_IF_ERROR(check_extras(app, ours));
     return to_options(app, raw, std::move(command));
   } catch (const std::exception& e) {
     return Error(

@@ -25,6 +25,11 @@ struct CliOptions {
   bool kernel_replay_beta_enabled = false;
 
   bool list_avail = false;             ///< --list-avail: list counters and exit
+  bool list_sets = false;              ///< --list-sets: list the sets of sections and exit
+  bool list_sections = false;          ///< --list-sections: list the sections and exit
+  /// kreplay's own section folder; "" means report::default_sections_folder() (next to the
+  /// executable). Not an option: tests set it.
+  std::string sections_folder;
   std::vector<std::string> pmc_check;  ///< --pmc-check C...: check that they fit one pass
   std::optional<std::string> chip;     ///< --chip NAME for the two above (no GPU needed)
 

@@ -300,5 +300,62 @@ TEST(OptionErrors, Conflicts) {
   EXPECT_HAS(fails({"--chip", "", "--list-avail"}), "--chip is empty");
 }
 
+TEST(Options, SetsAndSections) {
+  CliOptions o = ok({"--set", "detailed", "--section", "SpeedOfLight,Occupancy", "--section",
+                     "regex:^Memory", "--section-folder", "my", "--", "./app"});
+  EXPECT_EQ(o.settings.metric_set, "detailed");
+  EXPECT_EQ(o.settings.sections,
+            (std::vector<std::string>{"SpeedOfLight", "Occupancy", "regex:^Memory"}));
+  EXPECT_EQ(o.settings.section_folder, "my");
+  EXPECT_TRUE(ok({"--list-sets"}).list_sets);
+  EXPECT_TRUE(ok({"--list-sections", "--section-folder", "d"}).list_sections);
+  EXPECT_HAS(fails({"--set", "", "--", "a"}), "--set is empty");
+  EXPECT_HAS(fails({"--list-sets", "--list-sections"}), "two separate commands");
+  EXPECT_HAS(fails({"--set", "a", "--set", "b", "--", "a"}), "--set is given more than once");
+}
+
+// Item 7 of issue 14: a list (or any option's value) ends at the next word that is an option,
+// wherever it stands; an option never becomes a value.
+TEST(OptionErrors, AnOptionIsNeverAnotherOptionsValue) {
+  std::string m = fails({"--pmc-check", "--chip", "GH100", "A", "B"});
+  EXPECT_HAS(m, "--pmc-check needs its values before --chip, which is one of kreplay's options");
+  EXPECT_HAS(m, "kreplay --pmc-check A B --chip GH100");
+  EXPECT_EQ(m.find("unknown counter"), std::string::npos);
+  // Every option that takes a value, followed by an option (a flag, or one with a value).
+  const std::vector<std::string> valued = {
+      "--pmc", "--metrics", "--set", "--section", "--section-folder", "--replay-mode",
+      "--range-markers", "--replay-memory", "--graph-profiling", "--kernel-include-regex",
+      "--kernel-exclude-regex", "-k", "--kernel-name", "--kernel-iteration-range",
+      "--launch-skip", "--launch-count", "-d", "--output-directory", "-o", "--output-file",
+      "--output-format", "-i", "--input", "--pmc-check", "--chip", "--log-level"};
+  for (const auto& opt : valued) {
+    for (const std::vector<std::string>& after :
+         {std::vector<std::string>{"--kernel-trace"}, std::vector<std::string>{"-S"},
+          std::vector<std::string>{"--chip", "GH100"}, std::vector<std::string>{"--pmc=A"}}) {
+      std::vector<std::string> args = {opt};
+      args.insert(args.end(), after.begin(), after.end());
+      args.insert(args.end(), {"--", "./app"});
+      std::string e = fails(args);
+      EXPECT_HAS(e, opt + " needs ");
+      EXPECT_HAS(e, "before " + after[0].substr(0, after[0].find('=')));
+    }
+  }
+  // A value written with = is a value, even one that starts with a dash.
+  EXPECT_EQ(ok({"--kernel-name=-weird", "--", "./app"}).settings.kernel_name, "-weird");
+  // Negative numbers are values, not options.
+  EXPECT_HAS(fails({"--launch-skip", "-1", "--", "./app"}), "--launch-skip: \"-1\"");
+}
+
+TEST(OptionErrors, AWordLeftAfterAnEndedListSaysWhereItGoes) {
+  std::string m = fails({"--pmc-check", "A", "--chip", "GH100", "B"});
+  EXPECT_HAS(m, "unexpected argument \"B\": --chip ends the list of --pmc-check");
+  EXPECT_HAS(m, "put all of --pmc-check's values before --chip");
+  m = fails({"--pmc", "A", "--kernel-trace", "B", "--", "./app"});
+  EXPECT_HAS(m, "--kernel-trace ends the list of --pmc");
+  // A list still takes several words until the next option.
+  EXPECT_EQ(ok({"--pmc-check", "A", "B", "--chip", "GH100"}).pmc_check,
+            (std::vector<std::string>{"A", "B"}));
+}
+
 }  // namespace
 }  // namespace kreplay::cli

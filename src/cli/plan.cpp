@@ -8,6 +8,8 @@
 #include "cli/filter.hpp"
 #include "cli/output_path.hpp"
 #include "cli/text.hpp"
+#include "common/util.hpp"
+#include "report/sections.hpp"
 
 namespace kreplay::cli {
 namespace {
@@ -33,6 +35,10 @@ struct Unit {
   // to the job's counters, and a job without counters runs as it would without them (rocprofv3:
   // "input files are unaffected by the flag").
   bool replay_from_cli = false;
+  // The counters of --set / --section (or of the default set), resolved by choose_sections().
+  std::vector<std::string> section_counters;
+  std::string sections_label;
+  bool sections_default = false;
 };
 
 std::string prefixed(const Unit& unit, std::string_view key, std::string_view message) {
@@ -79,6 +85,97 @@ void add_counter_passes(ToolConfig& c) {
   }
 }
 
+// The section catalog: kreplay's own folder, then the unit's --section-folder.
+Result<report::Catalog> load_catalog(const CliOptions& o, const RunSettings& s) {
+  std::vector<std::string> folders = {o.sections_folder.empty()
+                                          ? report::default_sections_folder()
+                                          : o.sections_folder};
+  if (s.section_folder) folders.push_back(*s.section_folder);
+  return report::Catalog::load(folders);
+}
+
+// "LaunchStats, Occupancy and SpeedOfLight"
+std::string section_names(const std::vector<const report::Section*>& sections) {
+  std::vector<std::string> names;
+  for (const auto* s : sections) names.push_back(s->name);
+  if (names.empty()) return "no section";
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += i == 0 ? "" : (i + 1 == names.size() ? " and " : ", ");
+    out += names[i];
+  }
+  return out;
+}
+
+// Resolve --set / --section into counters. With none of --pmc, --metrics, --set, --section (and
+// @p allow_default: the command line, not an application-replay or rotation request), the default
+// set basic. Sections that need data this kreplay does not collect are skipped: with a note when
+// named with --section, silently when they come with a set.
+Status choose_sections(Unit& u, const CliOptions& o, bool allow_default,
+                       std::vector<std::string>* notes) {
+  const RunSettings& s = u.settings;
+  const bool given = s.metric_set || s.sections;
+  const bool nothing_named = u.groups.empty() && !s.metrics && !given && !u.rotation && !u.timing;
+  const bool default_set =
+      allow_default && nothing_named &&
+      !(s.replay_mode && *s.replay_mode == ReplayMode::kApplication);
+  if (!given && !default_set) {
+    if (s.section_folder && !given) {
+      return invalid(prefixed(u, "section_folder",
+                              fmt::format("{} adds section files, but no {} or {} picks one; add "
+                                          "{} NAME or drop {}",
+                                          spelled(u, "section_folder", "--section-folder"),
+                                          spelled(u, "set", "--set"),
+                                          spelled(u, "section", "--section"),
+                                          spelled(u, "set", "--set"),
+                                          spelled(u, "section_folder", "--section-folder"))));
+    }
+    return Status::Ok();
+  }
+  auto catalog = load_catalog(o, s);
+  if (!catalog.ok()) {
+    return invalid(prefixed(u, s.section_folder ? "section_folder" : "set",
+                            catalog.status().message()));
+  }
+  const std::string set = default_set ? "basic" : s.metric_set.value_or("");
+  auto chosen = catalog->resolve(set, s.sections.value_or(std::vector<std::string>{}));
+  if (!chosen.ok()) {
+    return invalid(prefixed(u, s.sections && !s.metric_set ? "section" : "set",
+                            chosen.status().message()));
+  }
+  std::vector<const report::Section*> collected;
+  for (const report::Section* section : *chosen) {
+    if (!section->collectable()) {
+      bool named = false;
+      for (const auto& spec : s.sections.value_or(std::vector<std::string>{}))
+        named |= spec == section->name;
+      if (named) {
+        notes->push_back(fmt::format(
+            "section {} needs {} data (per-instruction counters), which this kreplay does not "
+            "collect yet; it is skipped",
+            section->name, section->requires_data));
+      }
+      continue;
+    }
+    collected.push_back(section);
+  }
+  u.section_counters = report::counters_of(collected);
+  if (s.metric_set || default_set) {
+    u.sections_label = fmt::format("set {}", set);
+    if (s.sections) u.sections_label += fmt::format(" and sections {}", fmt::join(*s.sections, ", "));
+  } else {
+    u.sections_label = fmt::format("sections {}", fmt::join(*s.sections, ", "));
+  }
+  u.sections_default = default_set;
+  if (default_set) {
+    notes->push_back(fmt::format(
+        "no counters named: collecting set basic ({}, {} counters); --list-sets shows the other "
+        "sets, --set none collects none",
+        section_names(collected), u.section_counters.size()));
+  }
+  return Status::Ok();
+}
+
 // Turn one unit into one or more runs (appended to @p runs).
 Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<ToolConfig>* runs) {
   if (u.replay_from_cli && (u.rotation || u.timing || (u.groups.empty() && !u.settings.metrics))) {
@@ -87,7 +184,16 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
   }
   const RunSettings& s = u.settings;
   const bool has_metrics = s.metrics.has_value();
+  const bool has_sections = !u.section_counters.empty();
   const std::string mode_key = spelled(u, "replay_mode", "--replay-mode");
+  const std::string sets_key = spelled(u, s.metric_set ? "set" : "section",
+                                       s.metric_set ? "--set" : "--section");
+  auto with_sections = [&u](ToolConfig c) {
+    c.section_metrics = u.section_counters;
+    c.sections_label = u.sections_label;
+    c.sections_default = u.sections_default;
+    return c;
+  };
 
   if (u.rotation) {
     if (!u.groups.empty()) {
@@ -100,11 +206,12 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
               : "pmc and pmc_groups both give counters; use pmc_groups (rotation) or pmc (one "
                 "group), not both"));
     }
-    if (has_metrics) {
-      return invalid(
-          prefixed(u, "pmc_groups",
-                   "pmc_groups and metrics both give counters; rotation takes counter "
-                   "groups only, so move the metrics into a group or a job of their own"));
+    if (has_metrics || s.metric_set || s.sections) {
+      return invalid(prefixed(
+          u, "pmc_groups",
+          fmt::format("pmc_groups and {} both give counters; rotation takes counter groups only, "
+                      "so move the {} into a job of their own",
+                      has_metrics ? "metrics" : sets_key, has_metrics ? "metrics" : sets_key)));
     }
     if (u.timing) {
       return invalid(prefixed(u, "timing_pass",
@@ -127,7 +234,7 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
   }
 
   if (u.timing) {
-    if (!u.groups.empty() || has_metrics) {
+    if (!u.groups.empty() || has_metrics || s.metric_set || s.sections) {
       return invalid(prefixed(
           u, "timing_pass",
           "timing_pass and counters in one job: in job_replay_mode: application each job is one "
@@ -146,7 +253,7 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
     return Status::Ok();
   }
 
-  const bool multi_pass = u.groups.size() > 1 || has_metrics;
+  const bool multi_pass = u.groups.size() > 1 || has_metrics || has_sections;
   const ReplayMode mode =
       s.replay_mode.value_or(multi_pass ? ReplayMode::kKernel : ReplayMode::kApplication);
 
@@ -167,6 +274,13 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
                       "application replay",
                       spelled(u, "metrics", "--metrics"), mode_key, spelled(u, "pmc", "--pmc"))));
     }
+    if (has_sections) {
+      return invalid(prefixed(
+          u, s.metric_set ? "set" : "section",
+          fmt::format("{} needs kernel or range replay, since the device decides how many passes "
+                      "its metrics take; drop {} application",
+                      sets_key, mode_key)));
+    }
     if (u.groups.size() <= 1) {
       ToolConfig c = base_config(s, command, u.origin);
       c.replay_mode = ReplayMode::kApplication;
@@ -185,15 +299,15 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
     return Status::Ok();
   }
 
-  if (u.groups.empty() && !has_metrics) {
+  if (u.groups.empty() && !has_metrics && !has_sections) {
     return invalid(prefixed(
         u, "replay_mode",
-        fmt::format("{} {} replays launches to collect counters, but there are none; add {} or "
-                    "{}, or drop {}",
+        fmt::format("{} {} replays launches to collect counters, but there are none; add {}, "
+                    "{} or {}, or drop {}",
                     mode_key, to_string(mode), spelled(u, "pmc", "--pmc"),
-                    spelled(u, "metrics", "--metrics"), mode_key)));
+                    spelled(u, "metrics", "--metrics"), spelled(u, "set", "--set"), mode_key)));
   }
-  ToolConfig c = base_config(s, command, u.origin);
+  ToolConfig c = with_sections(base_config(s, command, u.origin));
   c.replay_mode = mode;
   c.pmc_groups = u.groups;
   add_counter_passes(c);
@@ -203,7 +317,8 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
 
 // ----- job_replay_mode: application ----------------------------------------------------------
 
-Status application_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolConfig>* runs) {
+Status application_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolConfig>* runs,
+                        std::vector<std::string>* notes) {
   for (const JobSpec& job : file.jobs) {
     Unit u;
     u.origin = fmt::format("{}, {}", file.path, file.job_label(job));
@@ -262,6 +377,8 @@ Status application_jobs(const CliOptions& o, const InputFile& file, std::vector<
     if (timing) {
       u.timing = PassSpec{PassKind::kTiming, -1, job.timing_pass_flush_cache.value_or(false)};
     }
+    // A job without counters stays one (a trace-only job): no default set for jobs.
+    RETURN_IF_ERROR(choose_sections(u, o, /*allow_default=*/false, notes));
     RETURN_IF_ERROR(expand_unit(u, o.command, runs));
   }
   return Status::Ok();
@@ -289,12 +406,13 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
                     "job_replay_mode to run each job on its own",
                     mode_where));
   }
-  if (o.settings.metrics) {
+  if (o.settings.metrics || o.settings.metric_set || o.settings.sections) {
+    const char* flag = o.settings.metrics ? "--metrics" : (o.settings.metric_set ? "--set" : "--section");
     return invalid(
         fmt::format("{}: job_replay_mode: kernel takes its passes from the jobs; drop "
-                    "--metrics from the command line and list the counters with pmc "
+                    "{} from the command line and list the counters with pmc "
                     "in the jobs",
-                    mode_where));
+                    mode_where, flag));
   }
 
   RunSettings merged;
@@ -302,12 +420,14 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
   std::vector<PassSpec> passes;
   std::optional<size_t> timing_job;
   for (const JobSpec& job : file.jobs) {
-    if (job.settings.metrics) {
-      return invalid(
-          fmt::format("{}: metrics cannot be a pass of job_replay_mode: kernel (the "
-                      "device decides how many passes they take); list the counters "
-                      "with pmc, one group per job",
-                      file.where(job, "metrics")));
+    for (const char* key : {"metrics", "set", "section"}) {
+      if (job.has(key)) {
+        return invalid(
+            fmt::format("{}: {} cannot be a pass of job_replay_mode: kernel (the "
+                        "device decides how many passes they take); list the counters "
+                        "with pmc, one group per job",
+                        file.where(job, key), key));
+      }
     }
     for (const char* key : {"pmc_groups", "pmc_group_interval"}) {
       if (job.has(key)) {
@@ -437,6 +557,16 @@ Result<RunPlan> make_run_plan(const CliOptions& options, const InputFile* input)
     plan.pmc_check = options.pmc_check;
     return plan;
   }
+  if (options.list_sets || options.list_sections) {
+    plan.action = options.list_sets ? PlanAction::kListSets : PlanAction::kListSections;
+    plan.chip = options.chip;
+    plan.section_folders = {options.sections_folder.empty() ? report::default_sections_folder()
+                                                            : options.sections_folder};
+    if (options.settings.section_folder) plan.section_folders.push_back(*options.settings.section_folder);
+    auto catalog = report::Catalog::load(plan.section_folders);
+    if (!catalog.ok()) return invalid(catalog.status().message());
+    return plan;
+  }
   if (options.command.empty()) {
     return invalid(
         "no application to profile: put the command after --, e.g. "
@@ -451,11 +581,12 @@ Result<RunPlan> make_run_plan(const CliOptions& options, const InputFile* input)
     u.settings = options.settings;
     u.groups = options.pmc;
     u.groups_from_cli = true;
+    RETURN_IF_ERROR(choose_sections(u, options, /*allow_default=*/true, &plan.notes));
     RETURN_IF_ERROR(expand_unit(u, options.command, &runs));
   } else if (input->job_replay_mode == JobReplayMode::kKernel) {
     RETURN_IF_ERROR(kernel_jobs(options, *input, &runs));
   } else {
-    RETURN_IF_ERROR(application_jobs(options, *input, &runs));
+    RETURN_IF_ERROR(application_jobs(options, *input, &runs, &plan.notes));
   }
 
   const size_t total = runs.size();

@@ -9,7 +9,13 @@
 //   - --replay-mode application with N groups: N runs, app_pass 1..N, outputs in
 //     <dir>/pass_1 ... <dir>/pass_N. --metrics cannot use application replay (the device decides
 //     how many passes they take).
-//   - --replay-mode kernel or range needs counters (--pmc or --metrics).
+//   - --replay-mode kernel or range needs counters (--pmc, --metrics, --set or --section).
+//   - --set NAME / --section NAME|regex:EXPR (repeatable) collect the counters of those sections
+//     (share/kreplay/sections, plus --section-folder), as --metrics do: kernel replay by default,
+//     not application replay. With none of --pmc, --metrics, --set, --section, no input file and
+//     no --replay-mode application, the set basic is collected and a note says so (--set none
+//     turns it off). Sections that need data kreplay does not collect yet (SourceCounters) are
+//     skipped, with a note when named with --section.
 //
 // Input file, job_replay_mode: application (the default). Every job is a run of its own, as in
 // rocprofv3, including jobs without counters (a trace-only job or a timing_pass job is a run
@@ -52,6 +58,8 @@ enum class PlanAction {
   kRun,        ///< run the application once per PlannedRun, in order
   kListAvail,  ///< list the counters (of RunPlan::chip, or of the local GPU) and exit
   kPmcCheck,   ///< check that RunPlan::pmc_check fits one pass and exit
+  kListSets,   ///< print the sets of RunPlan::section_folders and exit
+  kListSections,  ///< print the sections of RunPlan::section_folders and exit
   kHelp,       ///< print RunPlan::help_text and exit 0
   kVersion,    ///< print version_text() and exit 0
 };
@@ -69,11 +77,15 @@ struct RunPlan {
   PlanAction action = PlanAction::kRun;
   std::vector<PlannedRun> runs;        ///< kRun: at least one
   std::vector<std::string> command;    ///< kRun: the application and its arguments
-  std::optional<std::string> chip;     ///< kListAvail / kPmcCheck
+  std::optional<std::string> chip;     ///< kListAvail / kPmcCheck / kListSets / kListSections
   std::vector<std::string> pmc_check;  ///< kPmcCheck
   std::string help_text;               ///< kHelp
   std::string log_level;  ///< -q / --log-level; "" when not given (environment or default)
   std::vector<std::string> warnings;  ///< one line each, for the command to print
+  std::vector<std::string> notes;     ///< one line each, printed as plain status lines
+  /// kListSets / kListSections: the section folders to list (kreplay's own, then
+  /// --section-folder).
+  std::vector<std::string> section_folders;
 };
 
 /// Read options.input_file (if any) and build the plan.

@@ -65,7 +65,8 @@ std::vector<PassSpec> counters(int n) {
 // --------------------------------------------------------------------------
 
 TEST(PlanCli, NoCountersIsOneRunWithoutReplay) {
-  RunPlan p = plan_ok(cli({"--kernel-trace"}));
+  RunPlan p = plan_ok(cli({"--kernel-trace", "--set", "none"}));
+  EXPECT_TRUE(p.notes.empty());
   EXPECT_EQ(p.action, PlanAction::kRun);
   ASSERT_EQ(p.runs.size(), 1u);
   const ToolConfig& c = p.runs[0].config;
@@ -149,10 +150,10 @@ TEST(PlanCli, Rejections) {
   std::string m = plan_error(cli({"--metrics", "m", "--replay-mode", "application"}));
   EXPECT_HAS(m, "--metrics needs kernel or range replay");
   EXPECT_HAS(m, "drop --replay-mode application");
-  m = plan_error(cli({"--replay-mode", "kernel"}));
+  m = plan_error(cli({"--replay-mode", "kernel", "--set", "none"}));
   EXPECT_HAS(m, "--replay-mode kernel replays launches to collect counters, but there are none");
-  EXPECT_HAS(m, "add --pmc or --metrics");
-  m = plan_error(cli({"--replay-mode", "range", "--kernel-trace"}));
+  EXPECT_HAS(m, "add --pmc, --metrics or --set");
+  m = plan_error(cli({"--replay-mode", "range", "--kernel-trace", "--set", "none"}));
   EXPECT_HAS(m, "--replay-mode range replays launches");
   // --range-markers without a replay mode: the default mode is not range.
   m = plan_error(cli({"--pmc", "A", "--range-markers", "cuda-profiler"}));
@@ -488,7 +489,7 @@ TEST(PlanApplicationJobs, ReplayRulesApplyPerJob) {
   InputFile empty = json(R"({"jobs": [{"replay_mode": "kernel"}]})");
   EXPECT_HAS(plan_error(cli({}), &empty),
              "jobs[0].replay_mode: replay_mode kernel replays launches to collect counters, but "
-             "there are none; add pmc or metrics");
+             "there are none; add pmc, metrics or set");
   InputFile markers = json(R"({"jobs": [{"pmc": ["A"], "range_markers": "cuda-profiler"}]})");
   EXPECT_HAS(plan_error(cli({}), &markers),
              "jobs[0].range_markers: range_markers applies to replay mode range");

@@ -20,6 +20,9 @@ namespace kreplay::cli {
 
 struct RunSettings {
   std::optional<std::vector<std::string>> metrics;
+  std::optional<std::string> metric_set;                 ///< --set NAME
+  std::optional<std::vector<std::string>> sections;      ///< --section NAME|regex:EXPR ...
+  std::optional<std::string> section_folder;             ///< --section-folder DIR
   std::optional<ReplayMode> replay_mode;
   std::optional<std::string> range_markers;
   std::optional<ReplayMemory> replay_memory;
@@ -44,6 +47,9 @@ struct RunSettings {
 // X(field, job key, command-line flag) for every RunSettings field, in schema order.
 #define KREPLAY_RUN_SETTINGS(X)                                                   \
   X(metrics, "metrics", "--metrics")                                              \
+  X(metric_set, "set", "--set")                                                   \
+  X(sections, "section", "--section")                                             \
+  X(section_folder, "section_folder", "--section-folder")                         \
   X(replay_mode, "replay_mode", "--replay-mode")                                  \
   X(range_markers, "range_markers", "--range-markers")                            \
   X(replay_memory, "replay_memory", "--replay-memory")                            \

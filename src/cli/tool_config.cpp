@@ -179,7 +179,10 @@ void to_json(json& j, const ToolConfig& c) {
            {"app_pass", c.app_pass},
            {"app_pass_count", c.app_pass_count},
            {"command", c.command},
-           {"origin", c.origin}};
+           {"origin", c.origin},
+           {"section_metrics", c.section_metrics},
+           {"sections_label", c.sections_label},
+           {"sections_default", c.sections_default}};
 }
 
 void from_json(const json& j, ToolConfig& c) {
@@ -221,6 +224,10 @@ void from_json(const json& j, ToolConfig& c) {
   j.at("app_pass_count").get_to(out.app_pass_count);
   j.at("command").get_to(out.command);
   j.at("origin").get_to(out.origin);
+  // Added after schema version 1 was first released: optional.
+  if (j.contains("section_metrics")) j.at("section_metrics").get_to(out.section_metrics);
+  if (j.contains("sections_label")) j.at("sections_label").get_to(out.sections_label);
+  if (j.contains("sections_default")) j.at("sections_default").get_to(out.sections_default);
   c = std::move(out);
 }
 

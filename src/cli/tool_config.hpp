@@ -170,6 +170,15 @@ struct ToolConfig {
   /// Where this run came from, for messages: "command line" or "input.yaml, job 2".
   std::string origin;
 
+  /// Counters of the sections asked for (--set, --section, or the default set basic when no
+  /// counters are named). Collected like --metrics, but only those the agent has: the rest are
+  /// left out with one note (the host device has none of the CUDA sections' metrics).
+  std::vector<std::string> section_metrics;
+  /// "set basic" or "sections SpeedOfLight, Occupancy": for messages.
+  std::string sections_label;
+  /// The sections are the default (no counters named): a device without them says nothing.
+  bool sections_default = false;
+
   bool operator==(const ToolConfig&) const = default;
 };
 

@@ -44,7 +44,19 @@ ToolConfig full_config() {
   c.app_pass_count = 3;
   c.command = {"./app", "--size", "4096", "with space"};
   c.origin = "jobs.yaml, job 2";
+  c.section_metrics = {"gpu__time_duration.sum", "sm__warps_active.avg.pct_of_peak_sustained_active"};
+  c.sections_label = "set basic";
+  c.sections_default = true;
   return c;
+}
+
+TEST(ToolConfig, SectionFieldsAreOptionalWhenReading) {
+  nlohmann::json j = nlohmann::json::parse(serialize_tool_config(full_config()));
+  for (const char* key : {"section_metrics", "sections_label", "sections_default"}) j.erase(key);
+  auto c = parse_tool_config(j.dump());
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->section_metrics.empty());
+  EXPECT_FALSE(c->sections_default);
 }
 
 TEST(ToolConfig, DefaultsAreDocumented) {

@@ -27,7 +27,11 @@ std::atomic<int>& level_storage() {
   return value;
 }
 
+std::atomic<void (*)()> g_before_line{nullptr};
+
 }  // namespace
+
+void set_before_line(void (*hook)()) { g_before_line.store(hook); }
 
 Level level() { return static_cast<Level>(level_storage().load(std::memory_order_relaxed)); }
 
@@ -64,6 +68,7 @@ void write(Level at, std::string_view message) {
     default: break;
   }
   std::string line = fmt::format("==KREPLAY== {}{}\n", tag, message);
+  if (auto hook = g_before_line.load()) hook();
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 

@@ -27,6 +27,10 @@ void write(Level at, std::string_view message);
 
 inline bool enabled(Level at) { return static_cast<int>(at) <= static_cast<int>(level()); }
 
+/// Called before every line write() prints (nullptr: none). The terminal progress line
+/// (tool/progress.hpp) uses it to take itself off the screen before a message goes out.
+void set_before_line(void (*hook)());
+
 /// Warn once per process for each distinct @p key.
 bool first_time(std::string_view key);
 

@@ -280,6 +280,7 @@ struct SqliteWriter::Impl {
   bool in_transaction = false;
   size_t since_commit = 0;
   uint32_t app_pass = 0;
+  uint64_t seq = 0;  // records received so far: the seq column
   std::vector<std::string> counter_names;  // view columns, in order
   std::set<std::string> known_counters;
   bool views_stale = false;
@@ -341,12 +342,12 @@ struct SqliteWriter::Impl {
     ASSIGN_OR_RETURN(device_insert,
                      db.prepare("INSERT OR REPLACE INTO devices (app_pass, agent_id, type, "
                                 "device_index, name, chip, uuid, memory_bytes, "
-                                "multiprocessor_count, cc_major, cc_minor) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
+                                "multiprocessor_count, cc_major, cc_minor, seq) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
     ASSIGN_OR_RETURN(kernel_insert,
                      db.prepare("INSERT OR REPLACE INTO kernels (app_pass, kernel_id, agent_id, "
-                                "code_object_id, mangled_name, demangled_name) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+                                "code_object_id, mangled_name, demangled_name, seq) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
     ASSIGN_OR_RETURN(
         dispatch_insert,
         db.prepare("INSERT INTO dispatches (app_pass, dispatch_id, agent_id, stream_id, "
@@ -354,24 +355,25 @@ struct SqliteWriter::Impl {
                    "block_y, block_z, cluster_x, cluster_y, cluster_z, dynamic_shared_bytes, "
                    "static_shared_bytes, registers, outcome, reason, passes_requested, "
                    "passes_executed, bytes_snapshotted, bytes_restored, snapshot_ns, restore_ns, "
-                   "start_ns, end_ns, graph_id, graph_node) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                   "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, "
-                   "?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)"));
+                   "start_ns, end_ns, graph_id, graph_node, seq) VALUES (?1, ?2, ?3, ?4, ?5, "
+                   "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
+                   "?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)"));
     ASSIGN_OR_RETURN(pass_insert,
                      db.prepare("INSERT INTO passes (app_pass, dispatch_id, replay_pass, "
-                                "agent_id, stream_id, start_ns, end_ns, counter_status) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+                                "agent_id, stream_id, start_ns, end_ns, counter_status, seq) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
     ASSIGN_OR_RETURN(counter_insert,
                      db.prepare("INSERT INTO counters (app_pass, dispatch_id, name, replay_pass, "
-                                "value, agent_id, kernel_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+                                "value, agent_id, kernel_id, seq) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
     ASSIGN_OR_RETURN(allocation_insert,
                      db.prepare("INSERT INTO allocations (app_pass, agent_id, operation, kind, "
-                                "address, size, timestamp_ns) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+                                "address, size, timestamp_ns, seq) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
     ASSIGN_OR_RETURN(phase_insert,
                      db.prepare("INSERT INTO replay_phases (app_pass, dispatch_id, agent_id, "
-                                "stream_id, phase, after_pass, start_ns, end_ns, bytes) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+                                "stream_id, phase, after_pass, start_ns, end_ns, bytes, seq) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
     return Status::Ok();
   }
 
@@ -445,13 +447,14 @@ Status SqliteWriter::begin(const RunInfo& run) {
 Status SqliteWriter::device(const DeviceRecord& r) {
   Impl& m = *impl_;
   return m.insert(m.device_insert, "device", m.app_pass, r.agent_id, r.type, r.device_index, r.name,
-                  r.chip, r.uuid, r.memory_bytes, r.multiprocessor_count, r.cc_major, r.cc_minor);
+                  r.chip, r.uuid, r.memory_bytes, r.multiprocessor_count, r.cc_major, r.cc_minor,
+                  ++m.seq);
 }
 
 Status SqliteWriter::kernel(const KernelRecord& r) {
   Impl& m = *impl_;
   return m.insert(m.kernel_insert, "kernel", m.app_pass, r.kernel_id, r.agent_id, r.code_object_id,
-                  r.mangled_name, r.demangled_name);
+                  r.mangled_name, r.demangled_name, ++m.seq);
 }
 
 /// Name the record in an insert error (a duplicate key names the dispatch and pass).
@@ -467,7 +470,7 @@ Status SqliteWriter::dispatch(const DispatchRecord& r) {
                r.block.y, r.block.z, r.cluster.x, r.cluster.y, r.cluster.z, r.dynamic_shared_bytes,
                r.static_shared_bytes, r.registers, r.outcome, r.reason, r.passes_requested,
                r.passes_executed, r.bytes_snapshotted, r.bytes_restored, r.snapshot_ns,
-               r.restore_ns, r.start_ns, r.end_ns, r.graph_id, r.graph_node);
+               r.restore_ns, r.start_ns, r.end_ns, r.graph_id, r.graph_node, ++m.seq);
   if (!status.ok()) return name_record(status, fmt::format("dispatch {}", r.dispatch_id));
   return status;
 }
@@ -475,7 +478,8 @@ Status SqliteWriter::dispatch(const DispatchRecord& r) {
 Status SqliteWriter::pass(const PassRecord& r) {
   Impl& m = *impl_;
   Status status = m.insert(m.pass_insert, "pass", r.app_pass, r.dispatch_id, r.replay_pass,
-                           r.agent_id, r.stream_id, r.start_ns, r.end_ns, r.counter_status);
+                           r.agent_id, r.stream_id, r.start_ns, r.end_ns, r.counter_status,
+                           ++m.seq);
   if (!status.ok()) {
     return name_record(status, fmt::format("pass {} of dispatch {}", r.replay_pass, r.dispatch_id));
   }
@@ -486,7 +490,7 @@ Status SqliteWriter::counter(const CounterRecord& r) {
   Impl& m = *impl_;
   m.note_counter(r.name);
   Status status = m.insert(m.counter_insert, "counter", r.app_pass, r.dispatch_id, r.name,
-                           r.replay_pass, r.value, r.agent_id, r.kernel_id);
+                           r.replay_pass, r.value, r.agent_id, r.kernel_id, ++m.seq);
   if (!status.ok()) {
     return name_record(status, fmt::format("counter '{}' of dispatch {} pass {}", r.name,
                                            r.dispatch_id, r.replay_pass));
@@ -497,13 +501,13 @@ Status SqliteWriter::counter(const CounterRecord& r) {
 Status SqliteWriter::allocation(const AllocationRecord& r) {
   Impl& m = *impl_;
   return m.insert(m.allocation_insert, "allocation", r.app_pass, r.agent_id, r.operation, r.kind,
-                  r.address, r.size, r.timestamp_ns);
+                  r.address, r.size, r.timestamp_ns, ++m.seq);
 }
 
 Status SqliteWriter::replay_phase(const ReplayPhaseRecord& r) {
   Impl& m = *impl_;
   return m.insert(m.phase_insert, "replay phase", r.app_pass, r.dispatch_id, r.agent_id,
-                  r.stream_id, r.phase, r.after_pass, r.start_ns, r.end_ns, r.bytes);
+                  r.stream_id, r.phase, r.after_pass, r.start_ns, r.end_ns, r.bytes, ++m.seq);
 }
 
 Status SqliteWriter::flush() {

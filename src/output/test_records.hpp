@@ -52,6 +52,7 @@ inline RunSummary fixture_summary() {
   s.not_selected = 1;
   s.passes = 7;
   s.declined_by_reason = {{"snapshot_too_large", 1}};
+  s.counter_passes_lost = 1;
   return s;
 }
 
@@ -115,7 +116,7 @@ inline Status play_fixture(Writer& w, bool finish = true) {
     return w.counter(c);
   };
   auto pass = [&](uint64_t dispatch, uint64_t replay_pass, uint64_t agent, uint64_t stream,
-                  uint64_t start, uint64_t end) {
+                  uint64_t start, uint64_t end, const char* counter_status = "ok") {
     PassRecord p;
     p.dispatch_id = dispatch;
     p.replay_pass = replay_pass;
@@ -123,6 +124,7 @@ inline Status play_fixture(Writer& w, bool finish = true) {
     p.stream_id = stream;
     p.start_ns = start;
     p.end_ns = end;
+    p.counter_status = counter_status;
     return w.pass(p);
   };
   auto phase = [&](uint64_t dispatch, uint64_t agent, uint64_t stream, const char* what,
@@ -219,8 +221,10 @@ inline Status play_fixture(Writer& w, bool finish = true) {
   keep(phase(4, 2, 21, "restore", 0, 1000201800, 1000202300, 1048576));
   keep(counter(4, 1, 2, 3, "smsp__inst_executed.sum", 700));
   keep(counter(4, 1, 2, 3, "l1tex__t_bytes.sum", 65536));
-  keep(pass(4, 1, 2, 21, 1000202500, 1000203300));
+  keep(pass(4, 1, 2, 21, 1000202500, 1000203300, "lost"));
   DispatchRecord d4 = base_dispatch(4, 2, 21, 3);
+  d4.graph_id = 3;  // a kernel node of a CUDA graph, run node by node
+  d4.graph_node = 1;
   d4.grid = {1024, 1, 1};
   d4.block = {1024, 1, 1};
   d4.registers = 8;

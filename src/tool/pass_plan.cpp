@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/logging.hpp"
+
 namespace kreplay::tool {
 namespace {
 
@@ -17,10 +19,71 @@ Status group_error(const Status& s, const std::string& label) {
   return Error(s.code(), fmt::format("{}: {}", label, s.message()));
 }
 
+// The section counters this agent can collect: all of them when one config takes them, else
+// those a config of their own accepts.
+std::vector<std::string> available_counters(const std::vector<std::string>& names,
+                                            const MakeConfig& make_config) {
+  if (names.empty() || make_config(names).ok()) return names;
+  std::vector<std::string> out;
+  for (const auto& n : names) {
+    if (make_config({n}).ok()) out.push_back(n);
+  }
+  return out;
+}
+
+void note_missing(const cli::ToolConfig& config, const AgentPlan& plan, size_t wanted,
+                  const std::string& agent_name) {
+  const auto& missing = plan.sections_missing;
+  if (missing.empty()) return;
+  const std::string label = config.sections_label.empty() ? "sections" : config.sections_label;
+  const std::string where = agent_name.empty() ? "this device" : agent_name;
+  std::string examples;
+  for (size_t i = 0; i < missing.size() && i < 3; ++i) {
+    examples += fmt::format("{}{}", i ? ", " : "", missing[i]);
+  }
+  if (missing.size() > 3) examples += ", ...";
+  if (missing.size() == wanted) {
+    if (config.sections_default) {
+      KR_INFO("{}: {} has none of its {} counters; only launch records are collected", label,
+              where, wanted);
+    } else {
+      KR_WARN("{}: {} has none of its {} counters ({}); only their launch fields can be reported",
+              label, where, wanted, examples);
+    }
+    return;
+  }
+  KR_WARN("{}: {} of {} counters are not available on {} ({}); the sections that need them are "
+          "left out of reports",
+          label, missing.size(), wanted, where, examples);
+}
+
 }  // namespace
 
 Result<AgentPlan> plan_for_agent(const cli::ToolConfig& config, uint32_t counters_per_pass,
-                                 const MakeConfig& make_config) {
+                                 const MakeConfig& make_config, const std::string& agent_name) {
+  if (!config.section_metrics.empty()) {
+    // Section counters go with --metrics, without the ones the agent lacks or already collects.
+    cli::ToolConfig with_sections = config;
+    std::vector<std::string> have = available_counters(config.section_metrics, make_config);
+    AgentPlan probe;
+    for (const auto& n : config.section_metrics) {
+      if (std::find(have.begin(), have.end(), n) == have.end()) probe.sections_missing.push_back(n);
+    }
+    std::vector<std::string> taken;
+    for (const auto& g : config.pmc_groups) add_unique(taken, g);
+    add_unique(taken, config.metrics);
+    for (const auto& n : have) {
+      if (std::find(taken.begin(), taken.end(), n) == taken.end()) {
+        with_sections.metrics.push_back(n);
+        taken.push_back(n);
+      }
+    }
+    with_sections.section_metrics.clear();
+    note_missing(config, probe, config.section_metrics.size(), agent_name);
+    auto plan = plan_for_agent(with_sections, counters_per_pass, make_config, agent_name);
+    if (plan.ok()) plan->sections_missing = std::move(probe.sections_missing);
+    return plan;
+  }
   AgentPlan plan;
   for (const auto& spec : config.passes) {
     if (spec.kind == cli::PassKind::kCounters && spec.group >= 0 &&

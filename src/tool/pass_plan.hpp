@@ -8,7 +8,8 @@
 //    every group plus --metrics form ONE config (two configs on one CUPTI range profiler decode to
 //    NaN), which runs on as many consecutive passes as the backend says, placed where the first
 //    counter group was; timing passes keep their order around it.
-// Rotation groups (no replay) get one config each.
+// Rotation groups (no replay) get one config each. Section counters (--set, --section) join
+// --metrics where the agent has them.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,8 @@ struct AgentPlan {
   std::vector<PlannedPass> passes;   ///< pass i of a dispatch does passes[i]
   std::vector<uint64_t> rotation;    ///< rotation configs, in group order
   std::vector<std::string> counters; ///< every counter collected, in request order
+  /// Section counters (ToolConfig::section_metrics) the agent does not have: not collected.
+  std::vector<std::string> sections_missing;
 };
 
 /// Builds a counter config from names; returns (handle, hardware passes it needs).
@@ -41,7 +44,12 @@ using MakeConfig =
     std::function<Result<std::pair<uint64_t, uint64_t>>(const std::vector<std::string>&)>;
 
 /// Plan for one agent. Errors: a config the agent cannot build (the message names the group).
+/// Section counters (ToolConfig::section_metrics) are collected as --metrics after them, except
+/// those the agent has no config for: these are left out (AgentPlan::sections_missing) with one
+/// line naming @p agent_name ("this device" when empty): info when the sections are the default
+/// and the agent has none of them (the host device), a warning otherwise.
 Result<AgentPlan> plan_for_agent(const cli::ToolConfig& config, uint32_t counters_per_pass,
-                                 const MakeConfig& make_config);
+                                 const MakeConfig& make_config,
+                                 const std::string& agent_name = "");
 
 }  // namespace kreplay::tool

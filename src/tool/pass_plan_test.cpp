@@ -74,5 +74,51 @@ TEST(PassPlan, RotationAndErrorsNameTheGroup) {
   EXPECT_NE(e.status().message().find("group 2"), std::string::npos) << e.status().message();
 }
 
+
+TEST(PassPlan, SectionCountersJoinMetricsWithoutDuplicates) {
+  Maker m;
+  auto c = groups({{"a"}});
+  c.metrics = {"b"};
+  c.section_metrics = {"a", "c", "d"};
+  auto p = plan_for_agent(c, 2, m.fn());
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->counters, (std::vector<std::string>{"a", "b", "c", "d"}));
+  ASSERT_EQ(p->passes.size(), 3u);  // a, b+c, d
+  EXPECT_EQ(m.made.back(), (std::vector<std::string>{"d"}));
+  EXPECT_TRUE(p->sections_missing.empty());
+}
+
+TEST(PassPlan, SectionCountersTheAgentLacksAreLeftOut) {
+  Maker m;
+  cli::ToolConfig c;
+  c.section_metrics = {"bogus", "x"};
+  c.sections_label = "set basic";
+  auto p = plan_for_agent(c, 0, m.fn(), "GPU 0");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->counters, (std::vector<std::string>{"x"}));
+  EXPECT_EQ(p->sections_missing, (std::vector<std::string>{"bogus"}));
+  EXPECT_EQ(p->passes.size(), 1u);
+}
+
+TEST(PassPlan, NoSectionCounterAvailableMeansNoPass) {
+  Maker m;
+  cli::ToolConfig c;
+  c.section_metrics = {"bogus"};
+  c.sections_default = true;
+  auto p = plan_for_agent(c, 2, m.fn());
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_TRUE(p->passes.empty());
+  EXPECT_TRUE(p->counters.empty());
+  EXPECT_EQ(p->sections_missing.size(), 1u);
+}
+
+TEST(PassPlan, AnUnknownMetricTheUserNamedIsStillAnError) {
+  Maker m;
+  cli::ToolConfig c;
+  c.metrics = {"bogus"};
+  c.section_metrics = {"x"};
+  EXPECT_FALSE(plan_for_agent(c, 0, m.fn()).ok());
+}
+
 }  // namespace
 }  // namespace kreplay::tool

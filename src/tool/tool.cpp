@@ -30,6 +30,7 @@
 #include "kreplay/kreplay.h"
 #include "output/writer.hpp"
 #include "tool/pass_plan.hpp"
+#include "tool/progress.hpp"
 
 namespace kreplay::tool {
 namespace {
@@ -348,7 +349,7 @@ int Profiler::initialize() {
       kreplay_query_counter_config(id, &info);
       return std::make_pair(id.handle, info.pass_count);
     };
-    auto plan = plan_for_agent(config, a.counters_per_pass, make);
+    auto plan = plan_for_agent(config, a.counters_per_pass, make, a.name ? a.name : "");
     if (!plan.ok()) {
       KR_ERROR("{} ({}): {}", a.name, config.origin.empty() ? "counters" : config.origin,
                plan.status().message());
@@ -879,16 +880,16 @@ void Profiler::on_memory(const kreplay_callback_tracing_memory_allocation_data_t
 
 void Profiler::progress_loop() {
   uint64_t next = start_ns_ + 2000000000ull;
+  TerminalProgress line(TerminalProgress::wanted());  // on a terminal only (tool/progress.hpp)
   std::unique_lock lock(progress_mu_);
   while (!stop_progress_) {
     progress_cv_.wait_for(lock, std::chrono::milliseconds(200));
     if (stop_progress_) break;
     uint64_t now = now_ns();
+    line.update(now - start_ns_, {launches_.load(), replayed_.load(), passes_.load(),
+                                  declined_.load(), not_selected_.load()});
     if (now < next) continue;
     next = now + 2000000000ull;
-    KR_NOTICE("{:.1f} s: {} launches, {} replayed, {} passes, {} declined, {} not selected",
-           static_cast<double>(now - start_ns_) / 1e9, launches_.load(), replayed_.load(),
-           passes_.load(), declined_.load(), not_selected_.load());
     std::lock_guard wlock(mu_);
     if (writer_ && !finished_) (void)writer_->flush();
   }

@@ -102,15 +102,13 @@ class AppDeath(e2e.KreplayTestCase):
         self.killed("abort", signal.SIGABRT, 3)
 
     def test_sigkill_keeps_what_was_flushed(self):
-        # SIGKILL reaches no handler. The writers flush every 2 s (with the progress line), so
-        # what was collected before the last flush is readable, and kreplay records the exit code.
+        # SIGKILL reaches no handler. The writers flush every 2 s, so what was collected before
+        # the last flush is readable (the run lasts about 3 s), and kreplay records the exit code.
         r = self.kreplay(*(GROUPS + ["--output-format", "sqlite,csv,perfetto", "--", e2e.TEST_APP,
                                      "--launches", "5", "--sleep-ms", "400", "--die", "kill",
                                      "--after", "4"]))
         self.assertEqual(r.rc, 128 + signal.SIGKILL, str(r))
         self.assertEqual(len([l for l in r.kreplay_lines if "killed by signal 9" in l]), 1, str(r))
-        flushed = [l for l in r.kreplay_lines if " s: " in l and "launches" in l]
-        self.assertGreaterEqual(len(flushed), 1, "the run should pass a 2 s flush\n{}".format(r))
         db = self.db_of(r)
         self.assertEqual(e2e.rows(db, "PRAGMA integrity_check")[0]["integrity_check"], "ok")
         run = e2e.rows(db, "SELECT exit_code, end_ns FROM run")[0]

@@ -3,14 +3,20 @@
 
 6. Every line kreplay prints starts with ==KREPLAY== (the application's lines are its own); at
    exit a tally line (replayed, declined by reason, not selected) and "output:" lines naming
-   files that exist; progress lines for runs longer than 2 s.
+   files that exist; on a terminal one progress line, updated in place, for runs longer than
+   1 s, and none when stderr is a file or pipe.
 7. Bad input: one clear line that names the problem, a non-zero exit, no crash, and the
    application never started.
 """
 
 import os
+import pty
 import re
+import struct
+import subprocess
 import sys
+import termios
+import fcntl
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kreplay_e2e as e2e  # noqa: E402
@@ -78,30 +84,77 @@ class WhatTheUserSees(e2e.KreplayTestCase):
         self.assertEqual(sorted(outputs), sorted(
             os.path.normpath(p) for p in e2e.find_files(os.path.join(self.tmp, "o"), "*.*")))
 
-    def test_progress_lines_for_a_long_run(self):
-        # 5 launches x 2 passes x 0.5 s: about 5 s, so at least 2 progress lines (every 2 s)
+    def test_no_progress_when_stderr_is_not_a_terminal(self):
+        # 5 launches x 2 passes x 0.5 s: about 5 s, and stderr is a pipe: no progress at all
         r = self.kreplay_ok("--pmc", "ops", "--pmc", "threads_launched", "--",
                             e2e.TEST_APP, "--launches", "5", "--sleep-ms", "500")
         self.assertIn("cli-test-app: OK", r.stdout)
-        progress = [PROGRESS_RE.match(l) for l in r.kreplay_lines if PROGRESS_RE.match(l)]
-        self.assertGreaterEqual(len(progress), 2, str(r))
+        self.assertEqual([l for l in r.kreplay_lines if PROGRESS_RE.match(l)], [], str(r))
+        self.assertNotIn("\r", r.stderr)
+        self.assertNotIn("\x1b[K", r.stderr)
+        self.assertEqual(len(e2e.tally(r)), 1, str(r))
+
+    def run_on_terminal(self, *args, columns=200):
+        """kreplay ARGS with stderr on a pseudo-terminal; returns (rc, stdout, terminal text)."""
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+        env = dict(os.environ)
+        for var in ("KREPLAY_LOG_LEVEL", "KREPLAY_TOOL_LIBRARIES", "KREPLAY_TOOL_CONFIG"):
+            env.pop(var, None)
+        p = subprocess.Popen([e2e.KREPLAY] + list(args), cwd=self.tmp, env=env,
+                             stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: every writer closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        out = p.stdout.read().decode()
+        rc = p.wait(timeout=120)
+        os.close(master)
+        return rc, out, b"".join(chunks).decode("utf-8", "replace")
+
+    def test_progress_line_on_a_terminal_is_updated_in_place(self):
+        rc, out, term = self.run_on_terminal("--pmc", "ops", "--pmc", "threads_launched", "--",
+                                             e2e.TEST_APP, "--launches", "5", "--sleep-ms", "500")
+        self.assertEqual(rc, 0, term)
+        self.assertIn("cli-test-app: OK", out)
+        drawn = re.findall(r"\r(==KREPLAY== (\d+\.\d) s: (\d+) launches, (\d+) replayed, "
+                           r"(\d+) passes, (\d+) declined, (\d+) not selected)\x1b\[K", term)
+        self.assertGreaterEqual(len(drawn), 3, repr(term))  # every 0.2 s after the first second
         previous = None
-        for m in progress:
-            seconds, launches, replayed, passes = (float(m.group(1)), int(m.group(2)),
-                                                   int(m.group(3)), int(m.group(4)))
-            self.assertGreaterEqual(seconds, 2.0)
+        for _, seconds, launches, replayed, passes, _, _ in drawn:
+            seconds, launches, passes = float(seconds), int(launches), int(passes)
+            self.assertGreaterEqual(seconds, 1.0)
             self.assertLessEqual(launches, 5)
-            self.assertLessEqual(replayed, launches)
+            self.assertLessEqual(int(replayed), launches)
             if previous:
-                self.assertGreater(seconds, previous[0])
-                self.assertGreaterEqual(launches, previous[1])
-                self.assertGreaterEqual(passes, previous[2])
-            previous = (seconds, launches, passes)
-        # progress comes before the tally
-        lines = r.kreplay_lines
-        tally_at = [k for k, l in enumerate(lines) if e2e.TALLY_RE.match(l)][0]
-        self.assertTrue(all(lines.index(m.group(0)) < tally_at for m in progress))
-        self.assert_all_tagged(r, "cli-test-app: ")
+                self.assertGreaterEqual(seconds, previous[0])
+                self.assertGreaterEqual(passes, previous[1])
+            previous = (seconds, passes)
+        # never a line of its own: no newline between a drawn line and the next redraw
+        self.assertNotRegex(term, r"\x1b\[K\r?\n")
+        # the line is taken off before the tally, which starts a clean line
+        self.assertRegex(term, r"\r\x1b\[K==KREPLAY== 5 launches: 5 replayed \(10 passes\)")
+        self.assertIn("==KREPLAY== output: ", term)
+
+    def test_progress_line_fits_the_terminal(self):
+        rc, _, term = self.run_on_terminal("--pmc", "ops", "--", e2e.TEST_APP, "--launches", "2",
+                                           "--sleep-ms", "900", columns=40)
+        self.assertEqual(rc, 0, term)
+        drawn = re.findall(r"\r(==KREPLAY== [^\r\x1b]*)\x1b\[K", term)
+        self.assertTrue(drawn, repr(term))
+        self.assertTrue(all(len(d) <= 39 for d in drawn), drawn)
+
+    def test_quiet_on_a_terminal_shows_no_progress(self):
+        rc, _, term = self.run_on_terminal("-q", "--pmc", "ops", "--", e2e.TEST_APP,
+                                           "--launches", "2", "--sleep-ms", "900")
+        self.assertEqual(rc, 0, term)
+        self.assertNotIn("==KREPLAY==", term)
 
     def test_no_progress_lines_for_a_short_run(self):
         r = self.sample("--pmc", "ops", "--pmc", "launches")
@@ -188,7 +241,7 @@ class BadInput(e2e.KreplayTestCase):
         self.check(["--launch-count", "0"], "--launch-count", "at least 1")
         self.check(["--replay-memory", "some"], "--replay-memory", "some")
         self.check(["-o", "%foo%"], "%foo%", "unknown token")
-        self.check(["--replay-mode", "kernel"], "--replay-mode kernel", "--pmc")
+        self.check(["--replay-mode", "kernel", "--set", "none"], "--replay-mode kernel", "--pmc")
         self.check(["--pmc", "ops", "--pmc", "launches", "--replay-mode", "application",
                     "--metrics", "ops"], "--metrics", "application")
 

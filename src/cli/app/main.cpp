@@ -33,6 +33,9 @@
 #include "common/util.hpp"
 #include "kreplay/kreplay.h"
 #include "output/writer.hpp"
+#include "report/command.hpp"
+#include "report/listing.hpp"
+#include "report/sections.hpp"
 #if KREPLAY_CLI_HAVE_CUPTI
 #include "backends/cuda/cupti/profiler_host.hpp"
 #endif
@@ -194,6 +197,31 @@ int pmc_check(const std::optional<std::string>& chip_option, const std::vector<s
 #endif
 }
 
+// ---- sets and sections ----
+
+int list_catalog(const RunPlan& plan) {
+  auto catalog = report::Catalog::load(plan.section_folders);
+  if (!catalog.ok()) return fail(catalog.status().message());
+  report::PassCounter passes;
+  std::string chip = plan.chip.value_or("");
+#if KREPLAY_CLI_HAVE_CUPTI
+  if (!chip.empty() && !is_host_chip(chip)) {
+    auto host = cupti::ProfilerHost::shared(chip);
+    if (!host.ok()) return fail(host.status().message());
+    passes = [h = *host](const std::vector<std::string>& names) -> std::optional<size_t> {
+      auto n = h->pass_count(names);
+      if (!n.ok()) return std::nullopt;
+      return *n;
+    };
+  }
+#endif
+  const std::string text = plan.action == PlanAction::kListSets
+                               ? report::list_sets(*catalog, chip, passes)
+                               : report::list_sections(*catalog, chip, passes);
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
 // ---- running the application ----
 
 pid_t g_child = 0;
@@ -319,6 +347,10 @@ int run_plan(const RunPlan& plan) {
       }
       env.emplace_back("CUDA_MODULE_LOADING", "EAGER");
     }
+    // The application inherits kreplay's stderr: on a terminal the tool shows one progress line,
+    // updated in place (tool/progress.hpp); on a file or pipe it shows none.
+    if (isatty(STDERR_FILENO) && kreplay::log::enabled(kreplay::log::Level::kWarning))
+      env.emplace_back("KREPLAY_PROGRESS", "tty");
     // Each process of the application in which the tool starts appends its pid here.
     const std::string status_file =
         fmt::format("{}/kreplay-{}-{}.status", fs::temp_directory_path().string(), getpid(), k);
@@ -385,6 +417,10 @@ int run_plan(const RunPlan& plan) {
 
 int main(int argc, char** argv) {
   using namespace kreplay::cli;  // NOLINT
+  // kreplay report RUN.db ... / kreplay convert RUN.db ...: commands on a results database.
+  if (argc > 1 && (std::strcmp(argv[1], "report") == 0 || std::strcmp(argv[1], "convert") == 0)) {
+    return kreplay::report::run_command(argc - 1, argv + 1);
+  }
   auto options = parse_command_line(argc, argv);
   if (!options.ok()) return fail(options.status().message());
   auto plan = make_run_plan(*options);
@@ -392,6 +428,7 @@ int main(int argc, char** argv) {
   kreplay::log::Level level;
   if (kreplay::log::parse_level(plan->log_level, &level)) kreplay::log::set_level(level);
   for (const auto& w : plan->warnings) KR_WARN("{}", w);
+  for (const auto& n : plan->notes) KR_NOTICE("{}", n);
   switch (plan->action) {
     case PlanAction::kHelp:
       std::fputs(plan->help_text.c_str(), stdout);
@@ -403,6 +440,9 @@ int main(int argc, char** argv) {
       return list_avail(plan->chip);
     case PlanAction::kPmcCheck:
       return pmc_check(plan->chip, plan->pmc_check);
+    case PlanAction::kListSets:
+    case PlanAction::kListSections:
+      return list_catalog(*plan);
     case PlanAction::kRun:
       return run_plan(*plan);
   }
