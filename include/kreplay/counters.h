@@ -92,6 +92,11 @@ typedef struct kreplay_dispatch_counting_data_t {
   uint64_t replay_pass;                          ///< pass about to run (0 when not replayed)
   kreplay_timestamp_t start_timestamp;  ///< record callback only: when the pass executed
   kreplay_timestamp_t end_timestamp;    ///< record callback only
+  /** Record callback only: SUCCESS, or why the counters of this pass were lost (the counter
+   *  service failed, even after starting over on a fresh profiler object); the callback then
+   *  gets no records. */
+  kreplay_status_t status;
+  const char* status_message;           ///< record callback only: "" or what failed
 } kreplay_dispatch_counting_data_t;
 
 /**
@@ -116,7 +121,9 @@ typedef struct kreplay_counter_record_t {
 
 /**
  * @brief Called once per pass that collected counters, after the pass completed and before its
- * PASS EXIT, with every value of the pass.
+ * PASS EXIT, with every value of the pass (none yet on the earlier passes of a set that needs
+ * several). Also called, with no records and data->status set, for a pass whose counters were
+ * lost: the run goes on, and the tool can say so in its outputs.
  */
 typedef void (*kreplay_counter_record_cb_t)(const kreplay_dispatch_counting_data_t* data,
                                             const kreplay_counter_record_t* records,

@@ -141,6 +141,8 @@ struct DispatchState {
   /// Counter values of this launch for the current range pass (set by the engine before
   /// after_complete); nullopt when the pass counted nothing.
   std::optional<std::vector<device::CounterValue>> range_values;
+  /// The range pass's counter session failed: the launch's counters of this pass are lost.
+  Status range_counters_lost;
 
   // Locks held between enter() and exit().
   std::shared_lock<std::shared_mutex> shared;
@@ -218,6 +220,7 @@ struct RangeState {
   /// launch a tool counts (launches before it were not selected); on later passes at launch 0.
   size_t counted_from = 0;
   bool counter_session_tried = false;  ///< pass 0 tried to start a session (even if it failed)
+  Status counter_failure;              ///< the current pass's session could not start or be read
   device::PassTiming pass_timing{};
   kreplay_range_outcome_record_t outcome{};
   std::vector<kreplay_replay_interval_t> intervals;

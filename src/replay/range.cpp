@@ -323,6 +323,8 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
         r.counted_from = r.launches.size();
       } else {
         KR_WARN("range {}: counters not collected: {}", r.info.range_id, s.message());
+        r.counter_failure = s;
+        r.counted_from = r.launches.size();
       }
     } else if (r.counter_set != nullptr && set != r.counter_set) {
       KR_WARN_ONCE("range-counter-set", "the launches of a range must count one counter "
@@ -425,21 +427,27 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
         r.pass_timing.end_ns = std::max(r.pass_timing.end_ns, ls.timing.end_ns);
       }
     }
+    const size_t from = std::min(r.counted_from, r.launches.size());
     if (r.counter_set != nullptr && counters != nullptr) {
-      const size_t from = std::min(r.counted_from, r.launches.size());
       auto values = counters->end_range_pass(r.launches.size() - from);
       if (!values.ok()) {
         KR_WARN("range {} pass {}: reading counters failed: {}", r.info.range_id, r.pass,
                 values.status().message());
+        r.counter_failure = values.status();
       } else {
         for (size_t i = 0; from + i < r.launches.size() && i < values->size(); ++i)
           r.launches[from + i]->st->range_values = std::move((*values)[i]);
       }
     }
-    for (auto& rl : r.launches) {
+    for (size_t i = 0; i < r.launches.size(); ++i) {
+      auto& rl = r.launches[i];
+      // A failed session loses the counters of the launches it was to count.
+      if (!r.counter_failure.ok() && i >= from) rl->st->range_counters_lost = r.counter_failure;
       hooks_.after_complete(*rl->st);
       rl->st->range_values.reset();
+      rl->st->range_counters_lost = Status::Ok();
     }
+    r.counter_failure = Status::Ok();
     hooks_.range_pass_exit(r);
     if (ok) {
       ++out.passes_executed;
@@ -485,7 +493,13 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
         if (device::CounterSet* set = hooks_.armed_set(*rl->st)) {
           // A probe range's first counted pass is pass 1: a new collection.
           const bool first = r.probe && r.pass == 1;
-          if (counters->begin_range_pass(set, first, r.whole_graph).ok()) r.counter_set = set;
+          if (Status s = counters->begin_range_pass(set, first, r.whole_graph); s.ok()) {
+            r.counter_set = set;
+          } else {
+            KR_WARN("range {} pass {}: counters not collected: {}", r.info.range_id, r.pass,
+                    s.message());
+            r.counter_failure = s;
+          }
           break;
         }
       }

@@ -63,6 +63,7 @@ struct HookData {
   std::vector<Armed> armed;
   std::vector<device::CounterSet*> sets;
   std::vector<kreplay_counter_record_t> records;
+  Status lost;  ///< the counters armed for this pass could not be collected
 };
 
 namespace {
@@ -173,6 +174,7 @@ bool SdkHooks::before_submit(replay::DispatchState& st) {
   d->traced.clear();
   d->armed.clear();
   d->sets.clear();
+  d->lost = Status::Ok();
   for (const auto& cptr : rt_.registry().contexts()) {
     Context& c = *cptr;
     if (!c.dispatch_level() || !effective(c)) continue;
@@ -229,17 +231,41 @@ bool SdkHooks::before_submit(replay::DispatchState& st) {
     if (!s.ok()) {
       KR_WARN("dispatch {} pass {}: counters not collected: {}", st.info.dispatch_id, st.pass,
               s.message());
-      d->armed.clear();
+      // The tools that armed counters hear of the loss after the pass (after_complete).
+      d->lost = s;
       d->sets.clear();
     }
   }
-  return !d->traced.empty() || !d->sets.empty();
+  return !d->traced.empty() || !d->sets.empty() || !d->lost.ok();
 }
 
 void SdkHooks::after_complete(replay::DispatchState& st) {
   HookData* d = static_cast<HookData*>(st.hook_data);
   if (d == nullptr) return;
   const bool completed = st.timing.end_ns != 0;
+  // Counters lost: each tool that armed them gets a record callback with no records and the status.
+  auto report_lost = [&](const Status& why) {
+    for (const auto& armed : d->armed) {
+      kreplay_dispatch_counting_data_t data{};
+      data.size = sizeof(data);
+      data.dispatch_info = st.info;
+      data.correlation_id = st.correlation;
+      data.replay_pass = st.pass;
+      data.start_timestamp = st.timing.start_ns;
+      data.end_timestamp = st.timing.end_ns;
+      data.status = why.code() != KREPLAY_STATUS_SUCCESS ? why.code() : KREPLAY_STATUS_ERROR;
+      data.status_message = why.message().c_str();
+      guarded("counter record", [&] {
+        armed.ctx->counting.record_callback(&data, nullptr, 0, armed.user_data,
+                                            armed.ctx->counting.record_args);
+      });
+    }
+  };
+  if (!d->lost.ok()) report_lost(d->lost);
+  if (st.in_range && !st.range_counters_lost.ok() && !d->sets.empty()) {
+    report_lost(st.range_counters_lost);
+    d->sets.clear();
+  }
   if (!d->sets.empty()) {
     Result<std::vector<std::vector<device::CounterValue>>> values =
         std::vector<std::vector<device::CounterValue>>{};
@@ -261,6 +287,7 @@ void SdkHooks::after_complete(replay::DispatchState& st) {
     } else if (!values.ok()) {
       KR_WARN("dispatch {} pass {}: reading counters failed: {}", st.info.dispatch_id, st.pass,
               values.status().message());
+      report_lost(values.status());
     } else {
       for (size_t i = 0; i < d->armed.size() && i < values->size(); ++i) {
         const auto& armed = d->armed[i];
@@ -284,6 +311,8 @@ void SdkHooks::after_complete(replay::DispatchState& st) {
         data.replay_pass = st.pass;
         data.start_timestamp = st.timing.start_ns;
         data.end_timestamp = st.timing.end_ns;
+        data.status = KREPLAY_STATUS_SUCCESS;
+        data.status_message = "";
         guarded("counter record", [&] {
           armed.ctx->counting.record_callback(&data, d->records.data(), d->records.size(),
                                               armed.user_data, armed.ctx->counting.record_args);

@@ -71,6 +71,7 @@ struct Dispatch {
   output::DispatchRecord record;
   bool record_ready = false;  // CONFIG EXIT seen
   bool ran = false;           // start/end known
+  std::map<uint64_t, std::string> counter_status;  // pass -> "ok" (armed) or "lost"
 };
 
 class Profiler {
@@ -158,6 +159,7 @@ class Profiler {
   bool finished_ = false;
 
   std::atomic<uint64_t> launches_{0}, replayed_{0}, declined_{0}, not_selected_{0}, passes_{0};
+  uint64_t counter_passes_lost_ = 0;  // guarded by mu_
 
   std::thread progress_;
   std::mutex progress_mu_;
@@ -756,6 +758,10 @@ void Profiler::on_pass_exit(const kreplay_callback_tracing_kernel_replay_data_t&
 void Profiler::write_pass_locked(const kreplay_kernel_dispatch_info_t& info, uint64_t pass,
                                  uint64_t start, uint64_t end) {
   output::PassRecord pr;
+  if (auto it = dispatches_.find(info.dispatch_id); it != dispatches_.end()) {
+    if (auto s = it->second.counter_status.find(pass); s != it->second.counter_status.end())
+      pr.counter_status = s->second;
+  }
   pr.dispatch_id = info.dispatch_id;
   pr.replay_pass = pass;
   pr.agent_id = info.agent_id.handle;
@@ -772,10 +778,14 @@ uint64_t Profiler::pick_config(const kreplay_dispatch_counting_data_t& data) {
   auto it = dispatches_.find(data.dispatch_info.dispatch_id);
   if (it == dispatches_.end() || !it->second.selected) return 0;
   const Dispatch& d = it->second;
-  if (d.rotation_config != 0) return d.rotation_config;
+  if (d.rotation_config != 0) {
+    it->second.counter_status.try_emplace(data.replay_pass, "ok");
+    return d.rotation_config;
+  }
   if (pass == nullptr && d.plan && !d.plan->passes.empty() && data.replay_pass == 0)
     pass = &d.plan->passes[0];  // a single run (not replayed, or declined) runs pass 0's service
   if (pass == nullptr || pass->kind != PlannedPass::Kind::kCounters) return 0;
+  it->second.counter_status.try_emplace(data.replay_pass, "ok");
   return pass->config;
 }
 
@@ -795,6 +805,13 @@ void Profiler::on_counters(const kreplay_dispatch_counting_data_t& data,
                            const kreplay_counter_record_t* records, size_t n) {
   std::lock_guard lock(mu_);
   uint32_t app_pass = record_app_pass();
+  if (data.size >= KREPLAY_STRUCT_SIZE(kreplay_dispatch_counting_data_t, status_message) &&
+      data.status != KREPLAY_STATUS_SUCCESS) {
+    // The counters of this pass were lost: its pass record says so and the summary counts it.
+    ++counter_passes_lost_;
+    auto it = dispatches_.find(data.dispatch_info.dispatch_id);
+    if (it != dispatches_.end()) it->second.counter_status[data.replay_pass] = "lost";
+  }
   for (size_t i = 0; i < n; ++i) {
     output::CounterRecord c;
     c.dispatch_id = records[i].dispatch_id;
@@ -925,6 +942,7 @@ void Profiler::finalize(bool from_signal) {
   sum.not_selected = not_selected_.load();
   sum.passes = passes_.load();
   sum.declined_by_reason = declined_by_reason_;
+  sum.counter_passes_lost = counter_passes_lost_;
   sum.exit_code = from_signal ? -1 : 0;
   if (Status s = writer_->finish(sum); !s.ok()) KR_ERROR("{}", s.message());
 
@@ -933,8 +951,13 @@ void Profiler::finalize(bool from_signal) {
     declined += fmt::format("{}{}: {}", declined.empty() ? " (" : ", ", reason, n);
   }
   if (!declined.empty()) declined += ")";
-  KR_NOTICE("{} launches: {} replayed ({} passes), {} declined{}, {} not selected",
-         sum.launches, sum.replayed, sum.passes, sum.declined, declined, sum.not_selected);
+  KR_NOTICE("{} launches: {} replayed ({} passes), {} declined{}, {} not selected{}",
+         sum.launches, sum.replayed, sum.passes, sum.declined, declined, sum.not_selected,
+         sum.counter_passes_lost == 0
+             ? std::string()
+             : fmt::format("; the counters of {} passes were lost (counter_status 'lost' in the "
+                           "passes table)",
+                           sum.counter_passes_lost));
   for (const auto& f : outputs_) KR_NOTICE("output: {}", f);
 }
 

@@ -17,6 +17,7 @@ both passes), in every format, with the kernel trace:
 - gzip: --output-gzip compresses the trace (and, as --help says, the JSON results).
 """
 
+import csv
 import gzip
 import json
 import os
@@ -301,6 +302,39 @@ class Gzip(e2e.KreplayTestCase):
         self.assertEqual(e2e.find_files(self.tmp, "*.gz"), [], str(r))
         with open(self.one_file(self.tmp, "*_trace.json", r)) as f:
             json.load(f)
+
+
+class LostCounters(e2e.KreplayTestCase):
+    """A counter pass that fails (KREPLAY_HOST_FAIL_COUNTER_PASSES makes the host device fail like
+    CUPTI can): the run goes on, and every output and the tally say which pass lost its values."""
+
+    def test_a_lost_pass_is_marked_everywhere(self):
+        r = self.kreplay(*(GROUPS + ["--output-format", "sqlite,csv,json", "--kernel-trace",
+                                     "-d", "out", "-o", "lost", "--", e2e.SAMPLE_APP]),
+                         env={"KREPLAY_HOST_FAIL_COUNTER_PASSES": "1"})
+        self.assertEqual(r.rc, 0, str(r))
+        self.assertIn("sample-app: OK", r.stdout, str(r))
+        tally = [l for l in r.kreplay_lines if " launches: " in l]
+        self.assertEqual(len(tally), 1, str(r))
+        self.assertIn("the counters of 1 passes were lost", tally[0])
+        db = os.path.join(self.tmp, "out", "lost_results.db")
+        statuses = e2e.rows(db, "SELECT counter_status, COUNT(*) AS n FROM passes "
+                                "GROUP BY counter_status")
+        self.assertEqual({s["counter_status"]: s["n"] for s in statuses}, {"lost": 1, "ok": 19})
+        lost = e2e.rows(db, "SELECT dispatch_id, replay_pass FROM passes "
+                            "WHERE counter_status = 'lost'")[0]
+        self.assertEqual(e2e.rows(db, "SELECT COUNT(*) AS n FROM counters WHERE dispatch_id = ? "
+                                      "AND replay_pass = ?", (lost["dispatch_id"],
+                                                              lost["replay_pass"]))[0]["n"], 0)
+        self.assertEqual(e2e.rows(db, "SELECT counter_passes_lost FROM run")[0]
+                         ["counter_passes_lost"], 1)
+        with open(os.path.join(self.tmp, "out", "lost_results.json")) as f:
+            doc = json.load(f)
+        self.assertEqual(sum(1 for p in doc["passes"] if p["counter_status"] == "lost"), 1)
+        self.assertEqual(doc["summary"]["counter_passes_lost"], 1)
+        with open(os.path.join(self.tmp, "out", "lost_counter_collection_wide.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(sum(int(row["Counter_Passes_Lost"]) for row in rows), 1)
 
 
 if __name__ == "__main__":

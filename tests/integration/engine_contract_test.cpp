@@ -677,6 +677,36 @@ TEST_F(Contract, HostMemoryLaunchesAreReplayedAfterTheirProbe) {
   EXPECT_EQ(*module().launch_counter, 1u);
 }
 
+// A counter pass that fails (CUPTI can) loses that pass's counters and nothing else: the tool gets
+// a record callback with no records and the status, the dispatch is still replayed, and the next
+// pass and the next dispatch count again.
+TEST_F(Contract, ALostCounterPassIsReportedAndTheRunGoesOn) {
+  const char* names[] = {"launches"};
+  kreplay_counter_config_id_t cfg{};
+  ASSERT_EQ(kreplay_create_counter_config({hostrt::testing::agent_of()}, names, 1, &cfg),
+            KREPLAY_STATUS_SUCCESS);
+  tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+  tool().scenario.counters = [cfg](const auto&) { return cfg; };
+  float* x = make_buffer(64);
+  hostrt::testing::fail_counter_passes(1);
+  ASSERT_TRUE(launch_update(x, 64).ok());
+  ASSERT_TRUE(launch_update(x, 64).ok());
+  sync();
+  ASSERT_EQ(tool().counters.size(), 6u);  // 2 dispatches x 3 passes
+  EXPECT_NE(tool().counters[0].status, KREPLAY_STATUS_SUCCESS);  // pass 0 of the first: lost
+  EXPECT_EQ(tool().counters[0].pass, 0u);
+  for (size_t i = 1; i < 6; ++i) {
+    EXPECT_EQ(tool().counters[i].status, KREPLAY_STATUS_SUCCESS) << i;
+    EXPECT_EQ(tool().counters[i].value, 1.0) << i;
+  }
+  EXPECT_EQ(x[0], updated(0.25f, 2));
+  for (const auto& e : tool().of(KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY, KREPLAY_KERNEL_REPLAY_CONFIG)) {
+    if (e.phase == KREPLAY_CALLBACK_PHASE_EXIT) {
+      EXPECT_EQ(e.outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+    }
+  }
+}
+
 // A collective communication kernel (NCCL) waits for its peers; replayed alone it would wait for
 // ever. It is declined and runs once; the next ordinary launch is replayed again.
 TEST_F(Contract, DeclineCollectiveKernel) {

@@ -125,6 +125,12 @@ void counting_record_cb(const kreplay_dispatch_counting_data_t* data,
                         kreplay_user_data_t user_data, void*) {
   std::lock_guard lock(state().mu);
   EXPECT_EQ(user_data.value, data->replay_pass + 1000);
+  if (data->status != KREPLAY_STATUS_SUCCESS) {
+    EXPECT_EQ(count, 0u);
+    EXPECT_NE(data->status_message, nullptr);
+    state().counters.push_back(
+        {data->dispatch_info.dispatch_id, data->replay_pass, "", 0.0, data->status});
+  }
   for (size_t i = 0; i < count; ++i) {
     kreplay_counter_info_t info{};
     info.size = sizeof(info);

@@ -55,6 +55,7 @@ struct CounterEvent {
   uint64_t dispatch_id, pass;
   std::string name;
   double value;
+  kreplay_status_t status = KREPLAY_STATUS_SUCCESS;  // a lost pass: no name, no value
 };
 
 struct ContinueCall {

@@ -101,6 +101,22 @@ std::vector<cupti::RangeProfiler*> CudaCounterBackend::existing_profilers() {
   return out;
 }
 
+void CudaCounterBackend::reset_profiler() {
+  InternalScope internal;
+  CUcontext ctx = nullptr;
+  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) return;
+  std::unique_ptr<cupti::RangeProfiler> old;
+  {
+    std::lock_guard lock(mu_);
+    auto it = profilers_.find(ctx);
+    if (it == profilers_.end()) return;
+    old = std::move(it->second);
+    profilers_.erase(it);
+  }
+  range_started_ = false;
+  range_user_ = false;
+}
+
 Status CudaCounterBackend::begin_pass(device::Launch& launch,
                                       std::span<device::CounterSet* const> sets) {
   auto* cl = dynamic_cast<CudaLaunch*>(&launch);
@@ -110,9 +126,26 @@ Status CudaCounterBackend::begin_pass(device::Launch& launch,
                  "one counter config per pass on CUDA: put every metric in one config");
   }
   if (cl->capturing) return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "stream is being captured");
-  ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
-  InternalScope internal;
   auto* set = static_cast<CudaCounterSet*>(sets[0]);
+  ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
+  const bool mid_collection = cl->counter_set == set && !cl->counter_collection_done;
+  Status s = start_launch_pass(rp, *cl, set);
+  if (s.ok()) return s;
+  // CUPTI failed: start over on a fresh profiler object. A collection that had passes behind it
+  // cannot go on there: this dispatch's counters are lost, the next dispatch counts again.
+  KR_WARN("counters: {}; starting over on a fresh profiler object", s.message());
+  reset_profiler();
+  cl->counter_set = nullptr;
+  cl->counter_started = false;
+  if (mid_collection) return s;
+  ASSIGN_OR_RETURN(rp, profiler_for_current_context());
+  return start_launch_pass(rp, *cl, set);
+}
+
+Status CudaCounterBackend::start_launch_pass(cupti::RangeProfiler* rp, CudaLaunch& launch,
+                                             CudaCounterSet* set) {
+  CudaLaunch* cl = &launch;
+  InternalScope internal;
   // A graph launch is one user range: the auto range cannot profile graphs.
   const bool graph = cl->api == LaunchApi::kGraph;
   const auto mode = graph ? cupti::RangeMode::kUser : cupti::RangeMode::kAuto;
@@ -152,13 +185,26 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_p
   cl->counter_started = false;
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
-  if (rp->mode() == cupti::RangeMode::kUser) RETURN_IF_ERROR(rp->pop_range());
-  ASSIGN_OR_RETURN(cupti::PassResult pr, rp->stop());
+  // A failure loses this collection; a fresh profiler object counts the next one.
+  auto failed = [&](Status s) {
+    reset_profiler();
+    cl->counter_set = nullptr;
+    return s;
+  };
+  if (rp->mode() == cupti::RangeMode::kUser) {
+    if (Status s = rp->pop_range(); !s.ok()) return failed(s);
+  }
+  auto stopped = rp->stop();
+  if (!stopped.ok()) return failed(stopped.status());
+  const cupti::PassResult pr = *stopped;
   if (!pr.all_passes_submitted) return out;  // more hardware passes to go: no values yet
   cl->counter_collection_done = true;
-  ASSIGN_OR_RETURN(size_t dropped, rp->decode());
-  if (dropped > 0) KR_WARN_ONCE("ranges-dropped", "CUPTI dropped {} counter ranges", dropped);
-  ASSIGN_OR_RETURN(std::vector<cupti::RangeValues> ranges, rp->values());
+  auto dropped = rp->decode();
+  if (!dropped.ok()) return failed(dropped.status());
+  if (*dropped > 0) KR_WARN_ONCE("ranges-dropped", "CUPTI dropped {} counter ranges", *dropped);
+  auto decoded = rp->values();
+  if (!decoded.ok()) return failed(decoded.status());
+  std::vector<cupti::RangeValues> ranges = std::move(decoded).value();
   auto& vals = out.emplace_back();
   if (ranges.empty()) return out;
   // Auto range: one range per kernel launch; a dispatch pass holds exactly one launch.
@@ -170,6 +216,16 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_p
 }
 
 Status CudaCounterBackend::begin_range_pass(device::CounterSet* set, bool first_pass,
+                                            bool whole_graph) {
+  Status s = start_range_pass(set, first_pass, whole_graph);
+  if (s.ok()) return s;
+  KR_WARN("counters: {}; starting over on a fresh profiler object", s.message());
+  reset_profiler();
+  if (!first_pass) return s;  // the range's collection had passes behind it: lost
+  return start_range_pass(set, true, whole_graph);
+}
+
+Status CudaCounterBackend::start_range_pass(device::CounterSet* set, bool first_pass,
                                             bool whole_graph) {
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
@@ -199,13 +255,23 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_r
   range_started_ = false;
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
-  if (range_user_) RETURN_IF_ERROR(rp->pop_range());
-  range_user_ = false;
-  ASSIGN_OR_RETURN(cupti::PassResult pr, rp->stop());
-  if (!pr.all_passes_submitted) return out;  // values come with the set's last pass
-  ASSIGN_OR_RETURN(size_t dropped, rp->decode());
-  if (dropped > 0) KR_WARN_ONCE("ranges-dropped", "CUPTI dropped {} counter ranges", dropped);
-  ASSIGN_OR_RETURN(std::vector<cupti::RangeValues> ranges, rp->values());
+  auto failed = [&](Status s) {
+    reset_profiler();
+    return s;
+  };
+  if (range_user_) {
+    range_user_ = false;
+    if (Status s = rp->pop_range(); !s.ok()) return failed(s);
+  }
+  auto stopped = rp->stop();
+  if (!stopped.ok()) return failed(stopped.status());
+  if (!stopped->all_passes_submitted) return out;  // values come with the set's last pass
+  auto dropped = rp->decode();
+  if (!dropped.ok()) return failed(dropped.status());
+  if (*dropped > 0) KR_WARN_ONCE("ranges-dropped", "CUPTI dropped {} counter ranges", *dropped);
+  auto decoded = rp->values();
+  if (!decoded.ok()) return failed(decoded.status());
+  std::vector<cupti::RangeValues> ranges = std::move(decoded).value();
   // Auto range: one range per launch, in submission order.
   for (size_t i = 0; i < launches && i < ranges.size(); ++i) {
     auto& vals = out.emplace_back();

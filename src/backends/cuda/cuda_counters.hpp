@@ -30,6 +30,8 @@ class RangeProfiler;
 
 namespace kreplay::cuda {
 
+class CudaLaunch;
+
 /// The chip name CUPTI uses for device @p ordinal ("GH100" for H100 and H200); "" if unknown.
 std::string chip_name(int ordinal);
 
@@ -70,6 +72,12 @@ class CudaCounterBackend final : public device::CounterBackend {
 
  private:
   Result<cupti::RangeProfiler*> profiler_for_current_context();
+  /// Start counting @p launch's pass with @p set on @p rp (begin_pass without the retry).
+  Status start_launch_pass(cupti::RangeProfiler* rp, CudaLaunch& launch, CudaCounterSet* set);
+  Status start_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph);
+  /// Drop the calling context's profiler object: the next use enables a fresh one (after CUPTI
+  /// failed, so that one failure loses one collection, not the rest of the run).
+  void reset_profiler();
   const std::string& chip();
 
   CUdevice dev_;

@@ -318,9 +318,18 @@ Result<std::shared_ptr<device::CounterSet>> HostDevice::create(const std::vector
   return std::shared_ptr<device::CounterSet>(std::make_shared<HostCounterSet>(std::move(unique)));
 }
 
+Status HostDevice::injected_counter_failure() {
+  if (fail_counter_passes_.load() > 0 && fail_counter_passes_.fetch_sub(1) > 0) {
+    return Error(KREPLAY_STATUS_ERROR,
+                 "injected counter failure (KREPLAY_HOST_FAIL_COUNTER_PASSES or hostrt::testing)");
+  }
+  return Status::Ok();
+}
+
 Status HostDevice::begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) {
   auto* hl = dynamic_cast<HostWork*>(&launch);
   if (hl == nullptr) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "not a host launch");
+  RETURN_IF_ERROR(injected_counter_failure());
   std::vector<std::string> all;
   for (auto* s : sets) {
     for (const auto& n : s->names()) {
@@ -356,6 +365,7 @@ void HostDevice::note_submission(const std::shared_ptr<ExecRecord>& rec) {
 Status HostDevice::begin_range_pass(device::CounterSet* set, bool /*first_pass*/,
                                     bool /*whole_graph*/) {
   // A graph launch notes one execution record for all its kernels: one value set either way.
+  RETURN_IF_ERROR(injected_counter_failure());
   if (set->names().size() > counters_per_pass_) {
     return Error(KREPLAY_STATUS_ERROR_EXCEEDS_HW_LIMIT,
                  fmt::format("the config needs {} counters; the host device collects {} per pass",

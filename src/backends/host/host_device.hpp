@@ -106,6 +106,8 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   void remove_stream(Stream id);
   std::vector<std::shared_ptr<HostStream>> streams();
   void fail_next_snapshot() { fail_next_snapshot_ = true; }
+  /// Make the next @p n counter passes fail to start (as CUPTI can), for tests.
+  void fail_counter_passes(int n) { fail_counter_passes_ = n; }
   uint64_t agent = 0;
 
  private:
@@ -114,6 +116,8 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   std::atomic<uint64_t> used_{0}, pinned_used_{0};
   std::atomic<int64_t> untracked_{0};
   std::atomic<bool> fail_next_snapshot_{false};
+  std::atomic<int> fail_counter_passes_{0};
+  Status injected_counter_failure();
   std::mutex streams_mu_;
   std::map<Stream, std::shared_ptr<HostStream>> streams_;
   uint32_t counters_per_pass_;

@@ -68,8 +68,10 @@ class Runtime {
     }
     config_ = config;
     auto& sdk = sdk::Runtime::get();
+    const int fail_passes = static_cast<int>(env::get_int("KREPLAY_HOST_FAIL_COUNTER_PASSES", 0));
     for (int i = 0; i < config.device_count; ++i) {
       auto dev = std::make_unique<HostDevice>(i, config);
+      if (fail_passes > 0) dev->fail_counter_passes(fail_passes);
       dev->agent = sdk.add_device(dev.get());
       auto stream = std::make_shared<HostStream>(i, next_stream_++);
       dev->add_stream(stream);
@@ -622,6 +624,9 @@ void nvtx_range_pop() {
 namespace testing {
 void fail_next_snapshot(int device) {
   if (rt().ensure().ok() && rt().device(device)) rt().device(device)->fail_next_snapshot();
+}
+void fail_counter_passes(int n, int device) {
+  if (rt().ensure().ok() && rt().device(device)) rt().device(device)->fail_counter_passes(n);
 }
 uint64_t agent_of(int device) {
   if (!rt().ensure().ok() || rt().device(device) == nullptr) return 0;

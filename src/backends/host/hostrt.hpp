@@ -16,7 +16,8 @@
 //
 // Environment (read by the lazy init): KREPLAY_HOST_DEVICES (1), KREPLAY_HOST_MEMORY (1G, device
 // memory per device), KREPLAY_HOST_PINNED (1G, pinned host memory available for snapshots),
-// KREPLAY_HOST_COUNTERS_PER_PASS (2).
+// KREPLAY_HOST_COUNTERS_PER_PASS (2), KREPLAY_HOST_FAIL_COUNTER_PASSES (0: the first N counter
+// passes fail to start, to test how losses are reported).
 #pragma once
 
 #include <atomic>
@@ -183,6 +184,8 @@ void nvtx_range_pop();
 namespace testing {
 /// Make the next snapshot on @p device fail (to test the SNAPSHOT_FAILED decline).
 void fail_next_snapshot(int device = 0);
+/// Make the next @p n counter passes on @p device fail to start (as CUPTI can fail).
+void fail_counter_passes(int n, int device = 0);
 /// Agent handle of @p device.
 uint64_t agent_of(int device = 0);
 }  // namespace testing
