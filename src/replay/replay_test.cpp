@@ -171,6 +171,7 @@ class FakeDevice : public device::Device {
   }
   int allocations = 0, scans = 0;
   uint64_t restored_bytes = 0;
+  void set_memory_bytes(uint64_t bytes) { desc_.memory_bytes = bytes; }
 
  private:
   device::AgentDesc desc_;
@@ -228,6 +229,30 @@ TEST(StoragePool, DeviceFirstThenPinnedHostThenDecline) {
     ASSERT_FALSE(p.ok());
     EXPECT_NE(p.status().message().find("exceeds the limit"), std::string::npos);
   }
+}
+
+// A snapshot that does not fit says, on one line, how much it needs, its largest allocation and
+// what each tier has free; one allocation with a quarter of the device or more is named as a
+// framework's pool (the JAX/TensorFlow settings are named when their libraries are loaded, which
+// no unit test can arrange).
+TEST(StoragePool, SnapshotTooLargeMessageNamesTheAllocation) {
+  std::vector<std::vector<uint8_t>> mem = {std::vector<uint8_t>(1000, 1),
+                                           std::vector<uint8_t>(3000, 2)};
+  auto regions = regions_of(mem);
+  FakeDevice small(100, 200);
+  std::string m = snapshot_too_large_message(small, regions, "tier full");
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  EXPECT_NE(m.find("needs 3.9 KiB (2 allocations"), std::string::npos) << m;
+  EXPECT_NE(m.find("the largest, at 0x"), std::string::npos) << m;
+  EXPECT_NE(m.find("is 2.9 KiB"), std::string::npos) << m;
+  EXPECT_NE(m.find("100 B of device memory and 200 B of pinned host memory are free"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("(tier full)"), std::string::npos) << m;
+  EXPECT_EQ(m.find("framework"), std::string::npos) << m;  // the device size is unknown (0)
+  small.set_memory_bytes(8000);  // the 3000-byte allocation holds 38% of this device
+  m = snapshot_too_large_message(small, regions, "tier full");
+  EXPECT_NE(m.find("one allocation holds 38% of the device, as a framework's memory pool would"),
+            std::string::npos) << m;
 }
 
 TEST(Snapshot, RestoresOnlyChangedChunksAndLearnsThem) {
