@@ -49,7 +49,8 @@ TEST(Expr, SharedCases) {
 }
 
 TEST(Expr, FormatValueSharedCases) {
-  for (const auto& c : cases()["format"]) {
+  const nlohmann::json doc = cases();  // held: a range-for over cases()["format"] would dangle
+  for (const auto& c : doc["format"]) {
     std::optional<double> v;
     if (!c[0].is_null()) v = c[0].get<double>();
     EXPECT_EQ(format_value(v), c[1].get<std::string>()) << c.dump();
