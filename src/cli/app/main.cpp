@@ -214,6 +214,12 @@ int list_catalog(const RunPlan& plan) {
       return *n;
     };
   }
+#else
+  if (!chip.empty() && !is_host_chip(chip)) {
+    return fail(fmt::format("this kreplay was built without CUDA; it cannot count passes on chip "
+                            "'{}' (leave out --chip to list them without pass counts)",
+                            chip));
+  }
 #endif
   const std::string text = plan.action == PlanAction::kListSets
                                ? report::list_sets(*catalog, chip, passes)
