@@ -67,9 +67,22 @@ const char* reason_text(kreplay_decline_reason_t r) {
 
 std::vector<DeviceSlot*>& detail::thread_windows() { return tls().windows; }
 
-void Engine::note_host_waiting_kernel(uint64_t kernel_id) {
-  std::lock_guard lock(host_waiting_mu_);
-  host_waiting_kernels_.insert(kernel_id);
+void Engine::hold_host_waiter(DeviceSlot& slot, const kreplay_kernel_dispatch_info_t& info,
+                              std::unique_ptr<device::Launch> running, uint64_t waited_ms) {
+  KR_WARN_ONCE("waits-for-host",
+               "dispatch {} ({}) reads mapped host memory and did not finish within {} ms while "
+               "kreplay held its thread: it may be waiting for the host, so it is not replayed "
+               "(launches like it are counted as declined: waits_for_host; "
+               "KREPLAY_HOST_WAIT_MS sets the time)",
+               info.dispatch_id, info.kernel_name, waited_ms);
+  {
+    std::lock_guard lock(host_waiting_mu_);
+    host_waiting_kernels_.insert(info.kernel_id);
+  }
+  if (running) {
+    std::lock_guard lock(slot.waiters_mu);
+    slot.host_waiters.push_back(std::move(running));
+  }
 }
 
 bool Engine::is_host_waiting_kernel(uint64_t kernel_id) {
@@ -469,20 +482,10 @@ bool Engine::run_probe(DispatchState& st) {
   device::PassTiming probe_timing{};
   if (Status w = st.work->wait(std::min(opt.host_wait_ms, opt.drain_timeout_ms), &probe_timing);
       !w.ok()) {
-    KR_WARN_ONCE("waits-for-host",
-                 "dispatch {} ({}) reads mapped host memory and did not finish within {} ms while "
-                 "kreplay held its thread: it may be waiting for the host, so it is not replayed "
-                 "(launches like it are counted as declined: waits_for_host; "
-                 "KREPLAY_HOST_WAIT_MS sets the time)",
-                 st.info.dispatch_id, st.info.kernel_name, opt.host_wait_ms);
     out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
     out.reason = KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;
     out.passes_executed = 1;
-    note_host_waiting_kernel(st.info.kernel_id);
-    if (auto running = st.launch->record()) {
-      std::lock_guard lock(st.slot->waiters_mu);
-      st.slot->host_waiters.push_back(std::move(running));
-    }
+    hold_host_waiter(*st.slot, st.info, st.launch->record(), opt.host_wait_ms);
     return false;
   }
   // The probe finished: back to the entry state; every pass is a resubmission.

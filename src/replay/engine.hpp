@@ -379,8 +379,11 @@ class Engine {
   std::set<uint64_t> host_waiting_kernels_;
 
  public:
-  /// A kernel whose launch waited for the host; its later host-visible launches are declined.
-  void note_host_waiting_kernel(uint64_t kernel_id);
+  /// A launch of `info` did not finish its probe within `waited_ms`: say so once, remember its
+  /// kernel (its later host-visible launches are declined at once) and keep `running` on the
+  /// slot until it completes.
+  void hold_host_waiter(DeviceSlot& slot, const kreplay_kernel_dispatch_info_t& info,
+                        std::unique_ptr<device::Launch> running, uint64_t waited_ms);
   bool is_host_waiting_kernel(uint64_t kernel_id);
 };
 

@@ -406,16 +406,8 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
         ls.timing = {};
         ok = false;
         if (probing) {
-          KR_WARN_ONCE("waits-for-host",
-                       "dispatch {} ({}) reads mapped host memory and did not finish within {} ms "
-                       "while kreplay held its thread: it may be waiting for the host, so it is not "
-                       "replayed (launches like it are counted as declined: waits_for_host; "
-                       "KREPLAY_HOST_WAIT_MS sets the time)",
-                       ls.info.dispatch_id, ls.info.kernel_name, opt.host_wait_ms);
           r.declined = KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;
-          note_host_waiting_kernel(ls.info.kernel_id);
-          std::lock_guard lock(slot.waiters_mu);
-          slot.host_waiters.push_back(std::move(rl->recorded));
+          hold_host_waiter(slot, ls.info, std::move(rl->recorded), opt.host_wait_ms);
           ls.launch = nullptr;
         } else {
           KR_WARN("range {} pass {}: {}", r.info.range_id, r.pass, w.message());
