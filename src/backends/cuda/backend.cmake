@@ -6,7 +6,7 @@ target_include_directories(kreplay_cuda_symbols PUBLIC ${PROJECT_SOURCE_DIR}/src
 target_link_libraries(kreplay_cuda_symbols PUBLIC kreplay_common ${KREPLAY_ELF_SHARED}
                       PRIVATE kreplay_build_flags)
 
-add_library(kreplay_cuda SHARED cuda_backend.cpp cuda_counters.cpp graphs.cpp interceptor.cpp injection.cpp
+add_library(kreplay_cuda SHARED cuda_backend.cpp cuda_counters.cpp graphs.cpp interceptor.cpp memory_callbacks.cpp injection.cpp
             ${CMAKE_CURRENT_SOURCE_DIR}/module_symbols.cpp ${CMAKE_CURRENT_SOURCE_DIR}/vmm_tracker.cpp)
 target_include_directories(kreplay_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 target_link_libraries(kreplay_cuda PRIVATE kreplay_sdk_internal kreplay_cuda_memory CUDA::cuda_driver

@@ -4,10 +4,10 @@
 // Launches (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and their per-thread-stream
 // variants; runtime launches reach these): ENTER builds a CudaLaunch and calls Engine::enter — which
 // may drain, snapshot and fire PASS 0 ENTER — then the application's own call runs as pass 0, and
-// EXIT calls Engine::exit, which runs the remaining passes. Graph launches are one declined
-// dispatch each. Allocation calls keep the inventory; frees retire entries before the memory goes.
-// Copies, memsets and frees from other threads wait while a window is open (memory guards).
-// kreplay's own calls (InternalScope) are ignored.
+// EXIT calls Engine::exit, which runs the remaining passes. Graph launches are dispatches too
+// (graphs.cpp walks each executable graph when it is instantiated). Allocation, free, array, VMM
+// and capture calls go to memory_callbacks.cpp. Copies, memsets and frees from other threads wait
+// while a window is open (memory guards). kreplay's own calls (InternalScope) are ignored.
 #include <cupti.h>
 #include <dlfcn.h>
 #include <generated_nvtx_meta.h>
@@ -26,6 +26,7 @@
 #include "backends/cuda/cuda_counters.hpp"
 #include "backends/cuda/cupti/range_profiler.hpp"
 #include "backends/cuda/graphs.hpp"
+#include "backends/cuda/interception.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/module_symbols.hpp"
 #include "backends/cuda/vmm_tracker.hpp"
@@ -35,85 +36,69 @@
 #include "sdk/runtime.hpp"
 
 namespace kreplay::cuda {
-namespace {
-
-// ---- state ------------------------------------------------------------------------------------
-
-struct FuncInfo {
-  std::vector<std::pair<size_t, size_t>> params;  // (offset, size)
-  size_t arg_bytes = 0;
-  bool params_known = false;
-  uint32_t registers = 0;
-  uint32_t static_shared = 0;
-  uint64_t kernel_id = 0;
-  const sdk::KernelEntry* entry = nullptr;
-};
-
-struct LoadedModule {
-  uint64_t code_object = 0;
-  uint64_t agent = 0;
-  ModuleSymbols symbols;
-  std::vector<uint64_t> globals;  // addresses registered from this module
-};
-
-class InventorySink final : public VmmSink {
- public:
-  uint64_t agent = 0;
-  uint64_t add_region(uint64_t va, uint64_t size) override {
-    return sdk::Runtime::get().on_allocate(agent, va, size, KREPLAY_MEMORY_KIND_VIRTUAL);
-  }
-  void add_alias(uint64_t region, uint64_t va, uint64_t size) override {
-    sdk::Runtime::get().inventory().add_alias(region, va, size);
-  }
-  void remove(uint64_t va) override { sdk::Runtime::get().on_free(agent, va); }
-};
-
-struct State {
-  CUpti_SubscriberHandle subscriber = nullptr;
-  std::once_flag devices_once;
-  std::vector<std::unique_ptr<CudaDevice>> devices;  // by ordinal; written once
-  std::vector<std::unique_ptr<CudaCounterBackend>> counter_backends;
-
-  std::shared_mutex mu;  // guards the maps below
-  std::unordered_map<CUfunction, std::unique_ptr<FuncInfo>> funcs;
-  std::unordered_map<CUcontext, CudaDevice*> contexts;
-  std::map<uint32_t, LoadedModule> modules;            // CUPTI module id → module
-  std::unordered_map<std::string, uint64_t> kernel_ids;  // mangled → kernel id
-  std::unordered_map<uintptr_t, bool> scanned_modules;   // CUmodule/CUlibrary → globals scanned
-  std::map<uint64_t, CUdevice> vmm_handle_device;         // VMM handle → device
-
-  std::mutex vmm_mu;
-  std::map<CUdevice, std::unique_ptr<InventorySink>> vmm_sinks;
-  std::map<CUdevice, std::unique_ptr<VmmTracker>> vmm_trackers;
-
-
-  // Surface-writable CUDA arrays (CUarray or CUmipmappedArray handle) -> device and bytes.
-  std::mutex arrays_mu;
-  std::map<uintptr_t, std::pair<CudaDevice*, uint64_t>> surface_arrays;
-
-  // Start-up costs (KREPLAY_PRINT_COSTS): subscribing, enabling callbacks, devices + tools.
-  double subscribe_ms = 0, callbacks_ms = 0, devices_ms = 0;
-  double modules_ms = 0;  // module-load callbacks (symbol tables read for __device__ globals)
-  uint64_t modules_loaded = 0;
-};
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
+namespace interception {
 
 State& state() {
   static State* s = new State();  // NOLINT: lives for the process
   return *s;
 }
 
-// In-flight launches and memory guards, handed from ENTER to EXIT through CUPTI's
-// correlationData slot (a pointer-sized value shared by the two callbacks of one API call).
-struct InFlight {
-  std::unique_ptr<CudaLaunch> launch;
-  replay::DispatchState* st = nullptr;
-  replay::Engine::MemoryGuard guard;
-  CudaDevice* device = nullptr;
-};
+CudaDevice* device_of_ordinal(CUdevice dev) {
+  for (auto& d : state().devices) {
+    if (d->cu_device() == dev) return d.get();
+  }
+  return nullptr;
+}
+
+CudaDevice* device_of_context(CUcontext ctx) {
+  if (ctx == nullptr) {
+    InternalScope internal;
+    cuCtxGetCurrent(&ctx);
+    if (ctx == nullptr) return nullptr;
+  }
+  {
+    std::shared_lock lock(state().mu);
+    auto it = state().contexts.find(ctx);
+    if (it != state().contexts.end()) return it->second;
+  }
+  CUdevice dev = 0;
+  {
+    InternalScope internal;
+    if (cuCtxGetDevice_v2(&dev, ctx) != CUDA_SUCCESS) return nullptr;
+  }
+  CudaDevice* d = device_of_ordinal(dev);
+  std::unique_lock lock(state().mu);
+  state().contexts[ctx] = d;
+  return d;
+}
+
+// Calls that change an executable graph: cuGraphExec*SetParams*, cuGraphExecUpdate*,
+// cuGraphNodeSetEnabled (each takes the CUgraphExec as its first parameter).
+bool is_graph_exec_change(const char* name) {
+  if (name == nullptr) return false;
+  std::string_view n(name);
+  if (n.rfind("cuGraphNodeSetEnabled", 0) == 0) return true;
+  return n.rfind("cuGraphExec", 0) == 0 &&
+         (n.find("SetParams") != std::string_view::npos || n.find("Update") != std::string_view::npos ||
+          n.find("SetEvent") != std::string_view::npos);
+}
+
+bool capture_status(CUstream stream) {
+  InternalScope internal;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (cuStreamIsCapturing(stream, &st) != CUDA_SUCCESS) return false;
+  return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+}  // namespace interception
+
+namespace {
+
+using namespace interception;
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
 // ---- devices and contexts ---------------------------------------------------------------------
 
@@ -149,35 +134,6 @@ void init_devices() {
     }
     state().devices_ms = ms_since(t0);
   });
-}
-
-CudaDevice* device_of_ordinal(CUdevice dev) {
-  for (auto& d : state().devices) {
-    if (d->cu_device() == dev) return d.get();
-  }
-  return nullptr;
-}
-
-CudaDevice* device_of_context(CUcontext ctx) {
-  if (ctx == nullptr) {
-    InternalScope internal;
-    cuCtxGetCurrent(&ctx);
-    if (ctx == nullptr) return nullptr;
-  }
-  {
-    std::shared_lock lock(state().mu);
-    auto it = state().contexts.find(ctx);
-    if (it != state().contexts.end()) return it->second;
-  }
-  CUdevice dev = 0;
-  {
-    InternalScope internal;
-    if (cuCtxGetDevice_v2(&dev, ctx) != CUDA_SUCCESS) return nullptr;
-  }
-  CudaDevice* d = device_of_ordinal(dev);
-  std::unique_lock lock(state().mu);
-  state().contexts[ctx] = d;
-  return d;
 }
 
 // ---- kernels and modules ----------------------------------------------------------------------
@@ -339,24 +295,6 @@ FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
 }
 
 // ---- launches ---------------------------------------------------------------------------------
-
-// Calls that change an executable graph: cuGraphExec*SetParams*, cuGraphExecUpdate*,
-// cuGraphNodeSetEnabled (each takes the CUgraphExec as its first parameter).
-bool is_graph_exec_change(const char* name) {
-  if (name == nullptr) return false;
-  std::string_view n(name);
-  if (n.rfind("cuGraphNodeSetEnabled", 0) == 0) return true;
-  return n.rfind("cuGraphExec", 0) == 0 &&
-         (n.find("SetParams") != std::string_view::npos || n.find("Update") != std::string_view::npos ||
-          n.find("SetEvent") != std::string_view::npos);
-}
-
-bool capture_status(CUstream stream) {
-  InternalScope internal;
-  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (cuStreamIsCapturing(stream, &st) != CUDA_SUCCESS) return false;
-  return st != CU_STREAM_CAPTURE_STATUS_NONE;
-}
 
 void pack_args(CudaLaunch& l, const FuncInfo& fi) {
   if (l.extra != nullptr) {
@@ -558,288 +496,6 @@ void launch_exit(const CUpti_CallbackData* cb) {
     for (const auto& [p, size] : g->allocates) {
       sdk::Runtime::get().on_allocate(inflight->device->agent, p, size, KREPLAY_MEMORY_KIND_POOL);
     }
-  }
-}
-
-// ---- memory -----------------------------------------------------------------------------------
-
-void track(CUcontext ctx, uint64_t address, uint64_t size, kreplay_memory_kind_t kind) {
-  CudaDevice* dev = device_of_context(ctx);
-  if (dev == nullptr || address == 0 || size == 0) return;
-  sdk::Runtime::get().on_allocate(dev->agent, address, size, kind);
-}
-
-// ENTER of a free: wait for open windows, retire the entry before the memory goes.
-void retire(CUcontext ctx, uint64_t address, const CUpti_CallbackData* cb) {
-  CudaDevice* dev = device_of_context(ctx);
-  if (dev == nullptr) return;
-  auto* inflight = new InFlight();  // NOLINT: released at EXIT
-  inflight->guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
-  sdk::Runtime::get().on_free(dev->agent, address);
-  *cb->correlationData = reinterpret_cast<uint64_t>(inflight);
-}
-
-void guard_enter(const CUpti_CallbackData* cb) {
-  CudaDevice* dev = device_of_context(cb->context);
-  auto& registry = sdk::Runtime::get().registry();
-  if (dev == nullptr || (!registry.replay_context() && !registry.range_context())) return;
-  auto* inflight = new InFlight();  // NOLINT: released at EXIT
-  inflight->guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
-  *cb->correlationData = reinterpret_cast<uint64_t>(inflight);
-}
-
-void release_enter_state(const CUpti_CallbackData* cb) {
-  auto* inflight = reinterpret_cast<InFlight*>(*cb->correlationData);
-  *cb->correlationData = 0;
-  delete inflight;  // NOLINT
-}
-
-VmmTracker& vmm_tracker(CUdevice dev) {
-  auto& s = state();
-  auto& t = s.vmm_trackers[dev];
-  if (!t) {
-    auto sink = std::make_unique<InventorySink>();
-    CudaDevice* d = device_of_ordinal(dev);
-    sink->agent = d ? d->agent : 0;
-    t = std::make_unique<VmmTracker>(*sink);
-    s.vmm_sinks[dev] = std::move(sink);
-  }
-  return *t;
-}
-
-// Bytes of an array described by @p d (the base level of a mipmapped one).
-uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR& d) {
-  uint64_t element = 4;
-  switch (d.Format) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-      element = 1;
-      break;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-      element = 2;
-      break;
-    default:
-      element = 4;
-      break;
-  }
-  return static_cast<uint64_t>(d.Width) * std::max<size_t>(d.Height, 1) *
-         std::max<size_t>(d.Depth, 1) * std::max(d.NumChannels, 1u) * element;
-}
-
-// EXIT of an array creation: a surface-writable array is memory kernels may write in place and
-// kreplay cannot restore, so the device declines launches while it exists.
-void on_array_created(CUcontext ctx, uintptr_t handle, const CUDA_ARRAY3D_DESCRIPTOR* d) {
-  if (handle == 0 || d == nullptr || (d->Flags & CUDA_ARRAY3D_SURFACE_LDST) == 0) return;
-  CudaDevice* dev = device_of_context(ctx);
-  if (dev == nullptr) return;
-  uint64_t bytes = array_bytes(*d);
-  {
-    std::lock_guard lock(state().arrays_mu);
-    state().surface_arrays[handle] = {dev, bytes};
-  }
-  dev->add_untracked(static_cast<int64_t>(bytes));
-  KR_WARN_ONCE("surface-array",
-               "the application created a surface-writable CUDA array ({}); kreplay cannot save "
-               "and restore CUDA arrays, so launches run once, unreplayed, while such an array "
-               "exists",
-               format_bytes(bytes));
-}
-
-void on_array_destroyed(uintptr_t handle) {
-  std::pair<CudaDevice*, uint64_t> entry{nullptr, 0};
-  {
-    std::lock_guard lock(state().arrays_mu);
-    auto it = state().surface_arrays.find(handle);
-    if (it == state().surface_arrays.end()) return;
-    entry = it->second;
-    state().surface_arrays.erase(it);
-  }
-  entry.first->add_untracked(-static_cast<int64_t>(entry.second));
-}
-
-void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
-  const bool enter = cb->callbackSite == CUPTI_API_ENTER;
-  const bool ok = !enter && *static_cast<CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
-      auto* p = static_cast<const cuMemAlloc_v2_params*>(cb->functionParams);
-      if (ok) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_DEVICE);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
-      auto* p = static_cast<const cuMemAllocPitch_v2_params*>(cb->functionParams);
-      if (ok) track(cb->context, *p->dptr, *p->pPitch * p->Height, KREPLAY_MEMORY_KIND_DEVICE);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
-      auto* p = static_cast<const cuMemAllocManaged_params*>(cb->functionParams);
-      if (ok) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_MANAGED);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
-      auto* p = static_cast<const cuMemAllocAsync_params*>(cb->functionParams);
-      // Under capture the call makes an allocation node: the graph's launches own that memory.
-      if (ok && !capture_status(p->hStream)) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
-      auto* p = static_cast<const cuMemAllocFromPoolAsync_params*>(cb->functionParams);
-      if (ok && !capture_status(p->hStream)) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc_v2: {
-      // Portable and mapped pinned memory: with unified addressing the host address is also the
-      // device address, and kernels may write it.
-      auto* p = static_cast<const cuMemHostAlloc_params*>(cb->functionParams);
-      if (ok) track(cb->context, reinterpret_cast<uint64_t>(*p->pp), p->bytesize,
-                    KREPLAY_MEMORY_KIND_HOST_MAPPED);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuArray3DCreate_v2: {
-      auto* p = static_cast<const cuArray3DCreate_v2_params*>(cb->functionParams);
-      if (ok && p->pHandle) on_array_created(cb->context, reinterpret_cast<uintptr_t>(*p->pHandle), p->pAllocateArray);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayCreate: {
-      auto* p = static_cast<const cuMipmappedArrayCreate_params*>(cb->functionParams);
-      if (ok && p->pHandle) on_array_created(cb->context, reinterpret_cast<uintptr_t>(*p->pHandle), p->pMipmappedArrayDesc);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuArrayDestroy: {
-      auto* p = static_cast<const cuArrayDestroy_params*>(cb->functionParams);
-      if (ok) on_array_destroyed(reinterpret_cast<uintptr_t>(p->hArray));
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayDestroy: {
-      auto* p = static_cast<const cuMipmappedArrayDestroy_params*>(cb->functionParams);
-      if (ok) on_array_destroyed(reinterpret_cast<uintptr_t>(p->hMipmappedArray));
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
-      auto* p = static_cast<const cuMemAllocHost_v2_params*>(cb->functionParams);
-      if (ok) track(cb->context, reinterpret_cast<uint64_t>(*p->pp), p->bytesize,
-                    KREPLAY_MEMORY_KIND_HOST_MAPPED);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2: {
-      auto* p = static_cast<const cuMemHostRegister_v2_params*>(cb->functionParams);
-      if (ok) track(cb->context, reinterpret_cast<uint64_t>(p->p), p->bytesize,
-                    KREPLAY_MEMORY_KIND_HOST_MAPPED);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: {
-      auto* p = static_cast<const cuMemFree_v2_params*>(cb->functionParams);
-      if (enter) retire(cb->context, p->dptr, cb); else release_enter_state(cb);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
-      auto* p = static_cast<const cuMemFreeAsync_params*>(cb->functionParams);
-      // Under capture the call makes a free node: the memory goes when the graph runs it.
-      if (enter) {
-        if (!capture_status(p->hStream)) retire(cb->context, p->dptr, cb);
-      } else {
-        release_enter_state(cb);
-      }
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost: {
-      auto* p = static_cast<const cuMemFreeHost_params*>(cb->functionParams);
-      if (enter) retire(cb->context, reinterpret_cast<uint64_t>(p->p), cb); else release_enter_state(cb);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister: {
-      auto* p = static_cast<const cuMemHostUnregister_params*>(cb->functionParams);
-      if (enter) retire(cb->context, reinterpret_cast<uint64_t>(p->p), cb); else release_enter_state(cb);
-      break;
-    }
-    // ---- VMM ----
-    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
-      auto* p = static_cast<const cuMemCreate_params*>(cb->functionParams);
-      if (!ok) break;
-      CUdevice dev = p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? p->prop->location.id : 0;
-      std::lock_guard lock(state().vmm_mu);
-      state().vmm_handle_device[*p->handle] = dev;
-      vmm_tracker(dev).on_create(*p->handle, p->size);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemRelease: {
-      auto* p = static_cast<const cuMemRelease_params*>(cb->functionParams);
-      if (!ok) break;
-      std::lock_guard lock(state().vmm_mu);
-      auto it = state().vmm_handle_device.find(p->handle);
-      if (it != state().vmm_handle_device.end()) vmm_tracker(it->second).on_release(p->handle);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
-      auto* p = static_cast<const cuMemMap_params*>(cb->functionParams);
-      if (!ok) break;
-      std::lock_guard lock(state().vmm_mu);
-      auto it = state().vmm_handle_device.find(p->handle);
-      if (it != state().vmm_handle_device.end())
-        vmm_tracker(it->second).on_map(p->ptr, p->size, p->offset, p->handle);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess: {
-      auto* p = static_cast<const cuMemSetAccess_params*>(cb->functionParams);
-      if (!ok) break;
-      std::map<CUdevice, bool> writable;
-      for (size_t i = 0; i < p->count; ++i) {
-        if (p->desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) continue;
-        writable[p->desc[i].location.id] |= p->desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-      }
-      std::lock_guard lock(state().vmm_mu);
-      for (auto& [dev, w] : writable) vmm_tracker(dev).on_set_access(p->ptr, p->size, w);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
-      auto* p = static_cast<const cuMemUnmap_params*>(cb->functionParams);
-      if (enter) {
-        CudaDevice* dev = device_of_context(cb->context);
-        auto* inflight = new InFlight();  // NOLINT: released at EXIT
-        if (dev) inflight->guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
-        std::lock_guard lock(state().vmm_mu);
-        for (auto& [d, t] : state().vmm_trackers) t->on_unmap(p->ptr, p->size);
-        *cb->correlationData = reinterpret_cast<uint64_t>(inflight);
-      } else {
-        release_enter_state(cb);
-      }
-      break;
-    }
-    // ---- stream capture: while one is in progress, the device is not synchronized ----
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz: {
-      // Every variant's first parameter is the stream.
-      CUstream s = *static_cast<const CUstream*>(cb->functionParams);
-      CudaDevice* dev = device_of_context(cb->context);
-      if (ok && dev) dev->capture_begun(s);
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz: {
-      CUstream s = *static_cast<const CUstream*>(cb->functionParams);
-      CudaDevice* dev = device_of_context(cb->context);
-      if (!enter && dev) dev->capture_ended(s);
-      break;
-    }
-    default:
-      // An executable graph changed after instantiation (its nodes' parameters, an update, nodes
-      // enabled or disabled): its launches are profiled as a whole from now on. Every such call
-      // takes the executable graph first.
-      if (ok && is_graph_exec_change(cb->functionName)) {
-        graph_tracker().on_exec_modified(*static_cast<const CUgraphExec*>(cb->functionParams),
-                                         "changed after instantiation");
-      }
-      break;
   }
 }
 
