@@ -8,12 +8,10 @@
 // passes (local context control); records stream to the output writers. At exit the tool prints
 // one tally line and where the outputs are.
 #include <fmt/format.h>
-#include <execinfo.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
-#include <csignal>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -31,6 +29,7 @@
 #include "output/writer.hpp"
 #include "tool/pass_plan.hpp"
 #include "tool/progress.hpp"
+#include "tool/signals.hpp"
 
 namespace kreplay::tool {
 namespace {
@@ -144,7 +143,7 @@ class Profiler {
   void progress_loop();
   std::string counter_name(uint64_t id);
 
-  std::mutex mu_;  // guards everything below and the writer
+  OwnedMutex mu_;  // guards everything below and the writer (signals.hpp: why owned)
   std::unique_ptr<output::Writer> writer_;
   std::vector<std::string> outputs_;
   std::map<uint64_t, AgentPlan> plans_;
@@ -227,48 +226,6 @@ void trace_cb(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void*
   } else if (rec.kind == KREPLAY_CALLBACK_TRACING_MEMORY_ALLOCATION) {
     prof.on_memory(*static_cast<kreplay_callback_tracing_memory_allocation_data_t*>(rec.payload),
                    rec.operation);
-  }
-}
-
-// ---- signals ----------------------------------------------------------------------------------
-
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGFPE, SIGABRT};
-struct sigaction g_previous[sizeof(kSignals) / sizeof(kSignals[0])];
-
-bool is_crash(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGABRT; }
-
-void on_signal(int sig) {
-  if (is_crash(sig)) {
-    // A crash: where it happened (library + offset per frame), so a report can be symbolized
-    // with addr2line against the same build. backtrace() was warmed up at install time, so it
-    // does not load libgcc here.
-    static const char kHead[] = "==KREPLAY== the application crashed; backtrace:\n";
-    static const char kFrame[] = "==KREPLAY==   ";
-    (void)!write(STDERR_FILENO, kHead, sizeof(kHead) - 1);
-    void* frames[64];
-    int n = backtrace(frames, 64);
-    for (int i = 1; i < n; ++i) {  // frame 0 is this handler
-      (void)!write(STDERR_FILENO, kFrame, sizeof(kFrame) - 1);
-      backtrace_symbols_fd(&frames[i], 1, STDERR_FILENO);
-    }
-  }
-  // Best effort: make what was collected readable, then die the way the signal would have.
-  Profiler::get().finalize(true);
-  for (size_t i = 0; i < std::size(kSignals); ++i) {
-    if (kSignals[i] == sig) sigaction(sig, &g_previous[i], nullptr);
-  }
-  raise(sig);
-}
-
-void install_signal_handlers() {
-  void* warm[1];
-  (void)backtrace(warm, 1);
-  for (size_t i = 0; i < std::size(kSignals); ++i) {
-    struct sigaction sa {};
-    sa.sa_handler = &on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(kSignals[i], &sa, &g_previous[i]);
   }
 }
 
@@ -490,7 +447,7 @@ int Profiler::initialize() {
   kreplay_configure_kernel_replay_options(&opts);
   kreplay_start_context(replay_ctx);
 
-  install_signal_handlers();
+  install_signal_handlers(mu_, [] { Profiler::get().finalize(true); });
   progress_ = std::thread([this] { progress_loop(); });
   return 0;
 }

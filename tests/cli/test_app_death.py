@@ -168,6 +168,7 @@ class AppDeath(e2e.KreplayTestCase):
             self.assertEqual(e2e.rows(db, "PRAGMA integrity_check")[0]["integrity_check"], "ok")
             run = e2e.rows(db, "SELECT exit_code, launches FROM run")[0]
             self.assertEqual(run["exit_code"], 128 + sig)
+            self.assertIsNotNone(run["launches"], "the tool did not close the run\n{}".format(r))
             self.assertGreaterEqual(run["launches"], 1)
             self.assertLess(run["launches"], 40)
             with open(db[:-len("_results.db")] + "_results.json") as f:
