@@ -26,10 +26,6 @@ constexpr int kMaxDepth = 64;
 // YAML aliases can make a small file expand to a huge tree; refuse more nodes than this.
 constexpr size_t kMaxNodes = 1 << 20;
 
-Status invalid(std::string message) {
-  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, std::move(message));
-}
-
 // ---------------------------------------------------------------------------------------------
 // A small document tree that both parsers fill, with the position of every key and value.
 // ---------------------------------------------------------------------------------------------
@@ -279,11 +275,12 @@ Result<Node> parse_json_tree(std::string_view text, std::string_view name) {
   try {
     ok = nlohmann::json::sax_parse(first, last, &builder);
   } catch (const std::exception& e) {
-    return invalid(fmt::format("{}: cannot parse JSON: {}", name, printable(e.what(), 300)));
+    return InvalidArgument(
+        fmt::format("{}: cannot parse JSON: {}", name, printable(e.what(), 300)));
   }
   if (!ok) {
-    if (builder.error().empty()) return invalid(fmt::format("{}: cannot parse JSON", name));
-    return invalid(builder.error());
+    if (builder.error().empty()) return InvalidArgument(fmt::format("{}: cannot parse JSON", name));
+    return InvalidArgument(builder.error());
   }
   return builder.take_root();
 }
@@ -296,7 +293,7 @@ class YamlTreeBuilder {
 
   Status build(const YAML::Node& in, Node* out, int depth) {
     if (++nodes_ > kMaxNodes) {
-      return invalid(
+      return InvalidArgument(
           fmt::format("{}: the document expands to more than {} nodes (YAML aliases?); "
                       "write the jobs out",
                       name_, kMaxNodes));
@@ -304,7 +301,7 @@ class YamlTreeBuilder {
     const YAML::Mark m = in.Mark();
     out->mark = m.is_null() ? Mark{} : Mark{m.line + 1, m.column + 1};
     if (depth > kMaxDepth) {
-      return invalid(
+      return InvalidArgument(
           fmt::format("{}:{}:{}: nested more than {} levels deep; an input file "
                       "needs 3",
                       name_, out->mark.line, out->mark.column, kMaxDepth));
@@ -333,15 +330,17 @@ class YamlTreeBuilder {
           const YAML::Mark km = kv.first.Mark();
           Mark key_mark = km.is_null() ? out->mark : Mark{km.line + 1, km.column + 1};
           if (!kv.first.IsScalar()) {
-            return invalid(fmt::format("{}:{}:{}: a key must be a name, not a list or mapping",
-                                       name_, key_mark.line, key_mark.column));
+            return InvalidArgument(
+                fmt::format("{}:{}:{}: a key must be a name, not a list or mapping", name_,
+                            key_mark.line, key_mark.column));
           }
           std::string key = kv.first.Scalar();
           if (!valid_utf8(key)) return not_utf8(key_mark);
           for (const auto& member : out->members) {
             if (member.key == key) {
-              return invalid(fmt::format("{}:{}:{}: duplicate key \"{}\"; give each key once",
-                                         name_, key_mark.line, key_mark.column, printable(key)));
+              return InvalidArgument(
+                  fmt::format("{}:{}:{}: duplicate key \"{}\"; give each key once", name_,
+                              key_mark.line, key_mark.column, printable(key)));
             }
           }
           out->members.push_back(Member{key, key_mark, Node{}});
@@ -354,8 +353,8 @@ class YamlTreeBuilder {
 
  private:
   Status not_utf8(const Mark& m) const {
-    return invalid(fmt::format("{}:{}:{}: the text is not valid UTF-8; save the file as UTF-8",
-                               name_, m.line, m.column));
+    return InvalidArgument(fmt::format(
+        "{}:{}:{}: the text is not valid UTF-8; save the file as UTF-8", name_, m.line, m.column));
   }
 
   std::string_view name_;
@@ -371,12 +370,14 @@ Result<Node> parse_yaml_tree(std::string_view text, std::string_view name) {
     return root;
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) {
-      return invalid(fmt::format("{}: {}; fix the YAML syntax", name, printable(e.msg, 300)));
+      return InvalidArgument(
+          fmt::format("{}: {}; fix the YAML syntax", name, printable(e.msg, 300)));
     }
-    return invalid(fmt::format("{}:{}:{}: {}; fix the YAML syntax", name, e.mark.line + 1,
-                               e.mark.column + 1, printable(e.msg, 300)));
+    return InvalidArgument(fmt::format("{}:{}:{}: {}; fix the YAML syntax", name, e.mark.line + 1,
+                                       e.mark.column + 1, printable(e.msg, 300)));
   } catch (const std::exception& e) {
-    return invalid(fmt::format("{}: cannot parse YAML: {}", name, printable(e.what(), 300)));
+    return InvalidArgument(
+        fmt::format("{}: cannot parse YAML: {}", name, printable(e.what(), 300)));
   }
 }
 
@@ -401,7 +402,8 @@ class ValueReader {
   ValueReader(const Node& node, std::string what) : node_(node), what_(std::move(what)) {}
 
   Status type_error(std::string_view expected) const {
-    return invalid(fmt::format("{}: expected {}, found {}", what_, expected, kind_name(node_)));
+    return InvalidArgument(
+        fmt::format("{}: expected {}, found {}", what_, expected, kind_name(node_)));
   }
 
   Result<bool> boolean() const {
@@ -424,7 +426,8 @@ class ValueReader {
       auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
       if (!t.empty() && ec == std::errc() && ptr == t.data() + t.size()) {
         if (value < minimum) {
-          return invalid(fmt::format("{}: must be at least {}, found {}", what_, minimum, value));
+          return InvalidArgument(
+              fmt::format("{}: must be at least {}, found {}", what_, minimum, value));
         }
         return value;
       }
@@ -443,7 +446,7 @@ class ValueReader {
   Result<std::string> non_empty_text(std::string_view example) const {
     ASSIGN_OR_RETURN(std::string value, text());
     if (value.empty()) {
-      return invalid(fmt::format("{}: is empty; give a value such as {}", what_, example));
+      return InvalidArgument(fmt::format("{}: is empty; give a value such as {}", what_, example));
     }
     return value;
   }
@@ -458,7 +461,8 @@ class ValueReader {
     for (size_t i = 0; i < node_.items.size(); ++i) {
       const Node& item = node_.items[i];
       if (item.kind != Node::Kind::kScalar || item.scalar == Node::Scalar::kBool) {
-        return invalid(fmt::format("{}[{}]: expected a name, found {}", what_, i, kind_name(item)));
+        return InvalidArgument(
+            fmt::format("{}[{}]: expected a name, found {}", what_, i, kind_name(item)));
       }
       for (std::string& name : split_list(item.text)) out.push_back(std::move(name));
     }
@@ -572,12 +576,13 @@ class JobReader {
       FilterOptions probe;
       probe.kernel_name = text;
       Status st = validate_filter_options(probe);
-      if (!st.ok()) return invalid(fmt::format("{}: {}", what, st.message()));
+      if (!st.ok()) return InvalidArgument(fmt::format("{}: {}", what, st.message()));
       s.kernel_name = std::move(text);
     } else if (key == "kernel_iteration_range") {
       ASSIGN_OR_RETURN(std::string text, v.range_text());
       auto range = IterationRange::Parse(text);
-      if (!range.ok()) return invalid(fmt::format("{}: {}", what, range.status().message()));
+      if (!range.ok())
+        return InvalidArgument(fmt::format("{}: {}", what, range.status().message()));
       s.kernel_iteration_range = std::move(text);
     } else if (key == "launch_skip") {
       ASSIGN_OR_RETURN(s.launch_skip, v.unsigned_integer(0));
@@ -588,7 +593,7 @@ class JobReader {
       ASSIGN_OR_RETURN(std::string text,
                        v.non_empty_text(is_dir ? "\"out\"" : "\"%hostname%/%pid%\""));
       Status st = validate_output_template(text);
-      if (!st.ok()) return invalid(fmt::format("{}: {}", what, st.message()));
+      if (!st.ok()) return InvalidArgument(fmt::format("{}: {}", what, st.message()));
       (is_dir ? s.output_directory : s.output_file) = std::move(text);
     } else if (key == "output_format") {
       ASSIGN_OR_RETURN(auto names, v.name_list());
@@ -608,7 +613,7 @@ class JobReader {
     } else {
       std::string close = closest_name(key, names_of(kJobKeys));
       std::string hint = close.empty() ? "" : fmt::format(" (did you mean {}?)", close);
-      return invalid(
+      return InvalidArgument(
           fmt::format("{}: unknown key{}{}; the keys a job takes are listed in "
                       "share/kreplay/input-schema.json",
                       what, hint, rocprofv3_hint(key)));
@@ -628,13 +633,13 @@ Result<InputFile> tree_to_input(const Node& root, std::string_view name) {
     return m.line > 0 ? fmt::format("{}:{}:{}", name, m.line, m.column) : std::string(name);
   };
   if (root.kind == Node::Kind::kNull) {
-    return invalid(
+    return InvalidArgument(
         fmt::format("{}: the file is empty; it needs a jobs list, e.g. "
                     "{{\"jobs\": [{{\"pmc\": [\"A\"]}}]}}",
                     name));
   }
   if (root.kind != Node::Kind::kMap) {
-    return invalid(
+    return InvalidArgument(
         fmt::format("{}: the top level is {}; it must be a mapping with a jobs list, "
                     "e.g. {{\"jobs\": [{{\"pmc\": [\"A\"]}}]}}",
                     at(root.mark), kind_name(root)));
@@ -664,20 +669,20 @@ Result<InputFile> tree_to_input(const Node& root, std::string_view name) {
       std::string where_job = std::find(kJobKeys.begin(), kJobKeys.end(), key) != kJobKeys.end()
                                   ? "; job options go inside a job of the jobs list"
                                   : "; the top level takes jobs and job_replay_mode";
-      return invalid(fmt::format("{}: unknown top-level key \"{}\"{}{}", at(km), printable(key),
-                                 hint, where_job));
+      return InvalidArgument(fmt::format("{}: unknown top-level key \"{}\"{}{}", at(km),
+                                         printable(key), hint, where_job));
     }
   }
   if (!jobs) {
-    return invalid(fmt::format(
+    return InvalidArgument(fmt::format(
         "{}: no jobs list; add one, e.g. {{\"jobs\": [{{\"pmc\": [\"A\"]}}]}}", at(root.mark)));
   }
   if (jobs->kind != Node::Kind::kSeq) {
-    return invalid(fmt::format("{}: jobs: expected a list of jobs, found {}", at(jobs_mark),
-                               kind_name(*jobs)));
+    return InvalidArgument(fmt::format("{}: jobs: expected a list of jobs, found {}", at(jobs_mark),
+                                       kind_name(*jobs)));
   }
   if (jobs->items.empty()) {
-    return invalid(
+    return InvalidArgument(
         fmt::format("{}: jobs: the list is empty; a file needs at least one job", at(jobs_mark)));
   }
   for (size_t j = 0; j < jobs->items.size(); ++j) {
@@ -686,8 +691,8 @@ Result<InputFile> tree_to_input(const Node& root, std::string_view name) {
     job.index = j;
     job.mark = job_node.mark;
     if (job_node.kind != Node::Kind::kMap) {
-      return invalid(fmt::format("{}: jobs[{}]: expected a mapping of options, found {}",
-                                 at(job_node.mark), j, kind_name(job_node)));
+      return InvalidArgument(fmt::format("{}: jobs[{}]: expected a mapping of options, found {}",
+                                         at(job_node.mark), j, kind_name(job_node)));
     }
     for (const Member& member : job_node.members) {
       job.keys.push_back(member.key);
@@ -740,7 +745,7 @@ Result<InputFile> parse_input_text(std::string_view text, InputFormat format,
     return tree_to_input(root, safe_name);
   } catch (const std::exception& e) {
     // Nothing above is expected to throw; this is the exception firewall for third-party code.
-    return invalid(
+    return InvalidArgument(
         fmt::format("{}: cannot read the input file: {}", safe_name, printable(e.what(), 300)));
   }
 }

@@ -40,10 +40,6 @@ struct Raw {
   bool quiet = false, version = false;
 };
 
-Status invalid(std::string message) {
-  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, std::move(message));
-}
-
 // Help within 100 columns: CLI11 2.1 does not wrap option descriptions, so wrap them here.
 constexpr size_t kHelpWidth = 100;
 constexpr size_t kHelpColumn = 32;
@@ -288,12 +284,12 @@ Result<uint64_t> parse_count(std::string_view flag, const std::string& text, uin
   uint64_t value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
-    return invalid(fmt::format("{}: \"{}\" is not a {} integer; write e.g. {} {}", flag,
-                               printable(text), minimum > 0 ? "positive" : "non-negative", flag,
-                               minimum > 0 ? 5 : 10));
+    return InvalidArgument(fmt::format("{}: \"{}\" is not a {} integer; write e.g. {} {}", flag,
+                                       printable(text), minimum > 0 ? "positive" : "non-negative",
+                                       flag, minimum > 0 ? 5 : 10));
   }
   if (value < minimum) {
-    return invalid(
+    return InvalidArgument(
         fmt::format("{}: must be at least {}; leave it out for no limit", flag, minimum));
   }
   return value;
@@ -305,16 +301,16 @@ Status from_cli11(const CLI::ParseError& e) {
   size_t colon = what.find(": ");
   std::string name = colon == std::string::npos ? "" : what.substr(0, colon);
   if (what.find("At Most") != std::string::npos && !name.empty()) {
-    return invalid(
+    return InvalidArgument(
         fmt::format("{} is given more than once; give it once (repeat only --pmc, "
                     "--metrics, --section, --output-format and --pmc-check)",
                     name));
   }
   if (what.find("required") != std::string::npos && what.find("missing") != std::string::npos &&
       !name.empty()) {
-    return invalid(fmt::format("{} needs a value; {}", name, kSeeHelp));
+    return InvalidArgument(fmt::format("{} needs a value; {}", name, kSeeHelp));
   }
-  return invalid(fmt::format("{}; {}", what, kSeeHelp));
+  return InvalidArgument(fmt::format("{}; {}", what, kSeeHelp));
 }
 
 // The option @p word names ("--chip", "--chip=GH100", "-k"), or nullptr.
@@ -357,7 +353,7 @@ Status check_option_values(const CLI::App& app, const std::vector<std::string>& 
     std::string example = fmt::format("{} {}{}", name, type, list ? " ..." : "");
     if (name == "--pmc-check") example = "kreplay --pmc-check A B --chip GH100";
     if (name == "--pmc") example = "kreplay --pmc A B --pmc C -- ./app";
-    return invalid(fmt::format(
+    return InvalidArgument(fmt::format(
         "{} needs {} before {}, which is {} (a{} ends at the next option); write {}", name,
         list ? "its values" : "a value", other,
         option_of(app, next) != nullptr ? "one of kreplay's options" : "written as an option",
@@ -386,7 +382,7 @@ Status check_extras(const CLI::App& app, const std::vector<std::string>& words) 
   if (!looks_like_option(first) && ended != nullptr && !ender.empty() &&
       first.find('/') == std::string::npos) {
     const std::string list = "--" + ended->get_lnames().front();
-    return invalid(fmt::format(
+    return InvalidArgument(fmt::format(
         "unexpected argument \"{}\": {} ends the list of {} (a list ends at the next option); "
         "put all of {}'s values before {}, or the application after --",
         printable(first), ender, list, list, ender));
@@ -395,12 +391,12 @@ Status check_extras(const CLI::App& app, const std::vector<std::string>& words) 
     std::string name = printable(first.substr(0, first.find('=')));
     std::string close = closest_name(name, option_names(app));
     std::string hint = close.empty() ? "" : fmt::format(" (did you mean {}?)", close);
-    return invalid(
+    return InvalidArgument(
         fmt::format("unknown option {}{}; {}; the application's own options go after "
                     "--",
                     name, hint, kSeeHelp));
   }
-  return invalid(
+  return InvalidArgument(
       fmt::format("unexpected argument \"{}\": the application and its arguments go "
                   "after --, e.g. kreplay [options] -- {} ...",
                   printable(first), printable(first)));
@@ -422,7 +418,7 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
     s.metrics = r.metrics;
   }
   if (given("--set")) {
-    if (r.metric_set.empty()) return invalid("--set is empty; give a set such as basic");
+    if (r.metric_set.empty()) return InvalidArgument("--set is empty; give a set such as basic");
     s.metric_set = r.metric_set;
   }
   if (given("--section")) {
@@ -430,12 +426,13 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
     for (const std::string& item : r.sections) {
       for (std::string& part : split_list(item)) items.push_back(std::move(part));
     }
-    if (items.empty()) return invalid("--section is empty; give a section such as SpeedOfLight");
+    if (items.empty())
+      return InvalidArgument("--section is empty; give a section such as SpeedOfLight");
     s.sections = std::move(items);
   }
   if (given("--section-folder")) {
     if (r.section_folder.empty())
-      return invalid("--section-folder is empty; give a folder of section files");
+      return InvalidArgument("--section-folder is empty; give a folder of section files");
     s.section_folder = r.section_folder;
   }
 
@@ -446,7 +443,7 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
   if (given("--range-markers")) {
     RETURN_IF_ERROR(check_range_markers("--range-markers", r.range_markers));
     if (s.replay_mode && *s.replay_mode != ReplayMode::kRange) {
-      return invalid(
+      return InvalidArgument(
           fmt::format("--range-markers applies to --replay-mode range, not {}; use "
                       "--replay-mode range or drop --range-markers",
                       to_string(*s.replay_mode)));
@@ -481,7 +478,7 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
   if (given("--kernel-iteration-range")) {
     auto range = IterationRange::Parse(r.iteration_range);
     if (!range.ok()) {
-      return invalid(fmt::format("--kernel-iteration-range: {}", range.status().message()));
+      return InvalidArgument(fmt::format("--kernel-iteration-range: {}", range.status().message()));
     }
     s.kernel_iteration_range = r.iteration_range;
   }
@@ -497,9 +494,9 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
                          std::optional<std::string>* out) -> Status {
     if (!given(flag)) return Status::Ok();
     if (text.empty())
-      return invalid(fmt::format("{} is empty; give a name such as {}", flag, example));
+      return InvalidArgument(fmt::format("{} is empty; give a name such as {}", flag, example));
     Status st = validate_output_template(text);
-    if (!st.ok()) return invalid(fmt::format("{}: {}", flag, st.message()));
+    if (!st.ok()) return InvalidArgument(fmt::format("{}: {}", flag, st.message()));
     *out = text;
     return Status::Ok();
   };
@@ -519,7 +516,7 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
 
   // General.
   if (given("--log-level") && given("--quiet")) {
-    return invalid("-q/--quiet and --log-level both set the log level; give one of them");
+    return InvalidArgument("-q/--quiet and --log-level both set the log level; give one of them");
   }
   if (given("--log-level")) {
     RETURN_IF_ERROR(check_log_level("--log-level", r.log_level));
@@ -533,7 +530,7 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
   // Input file.
   if (given("--input")) {
     if (r.input.empty())
-      return invalid("-i/--input is empty; give the path of a JSON or YAML file");
+      return InvalidArgument("-i/--input is empty; give the path of a JSON or YAML file");
     o.input_file = r.input;
   }
 
@@ -547,42 +544,44 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
     o.pmc_check = r.pmc_check;
   }
   if (given("--chip")) {
-    if (r.chip.empty()) return invalid("--chip is empty; give a chip name such as GH100");
+    if (r.chip.empty()) return InvalidArgument("--chip is empty; give a chip name such as GH100");
     o.chip = r.chip;
   }
   if (o.list_sets || o.list_sections) {
     const char* mode = o.list_sets ? "--list-sets" : "--list-sections";
     if (o.list_sets && o.list_sections)
-      return invalid("--list-sets and --list-sections are two separate commands; give one of them");
+      return InvalidArgument(
+          "--list-sets and --list-sections are two separate commands; give one of them");
     if (r.list_avail || given("--pmc-check"))
-      return invalid(fmt::format("{} and {} are two separate commands; give one of them", mode,
-                                 r.list_avail ? "--list-avail" : "--pmc-check"));
+      return InvalidArgument(fmt::format("{} and {} are two separate commands; give one of them",
+                                         mode, r.list_avail ? "--list-avail" : "--pmc-check"));
     if (!o.command.empty())
-      return invalid(fmt::format("{} runs no application; drop \"-- {} ...\" or drop {}", mode,
-                                 printable(o.command.front()), mode));
+      return InvalidArgument(fmt::format("{} runs no application; drop \"-- {} ...\" or drop {}",
+                                         mode, printable(o.command.front()), mode));
     return o;
   }
   const bool discovery = o.list_avail || !o.pmc_check.empty();
   if (o.list_avail && !o.pmc_check.empty()) {
-    return invalid("--list-avail and --pmc-check are two separate commands; give one of them");
+    return InvalidArgument(
+        "--list-avail and --pmc-check are two separate commands; give one of them");
   }
   if (o.chip && !discovery && !o.list_sets && !o.list_sections) {
-    return invalid(
+    return InvalidArgument(
         "--chip only applies to --list-avail, --pmc-check, --list-sets and --list-sections; drop "
         "it when profiling (the GPU the application uses is asked directly)");
   }
   if (discovery) {
     const char* mode = o.list_avail ? "--list-avail" : "--pmc-check";
     if (!o.command.empty()) {
-      return invalid(fmt::format("{} runs no application; drop \"-- {} ...\" or drop {}", mode,
-                                 printable(o.command.front()), mode));
+      return InvalidArgument(fmt::format("{} runs no application; drop \"-- {} ...\" or drop {}",
+                                         mode, printable(o.command.front()), mode));
     }
     if (o.input_file) {
-      return invalid(
+      return InvalidArgument(
           fmt::format("{} runs no application and reads no input file; drop -i or {}", mode, mode));
     }
     if (!o.pmc.empty() || s.metrics) {
-      return invalid(fmt::format(
+      return InvalidArgument(fmt::format(
           "{} takes no --pmc or --metrics; {}", mode,
           o.list_avail ? "it lists every counter" : "give the counters to --pmc-check itself"));
     }
@@ -590,12 +589,12 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
   }
 
   if (o.command.empty()) {
-    return invalid(
+    return InvalidArgument(
         "no application to profile: put the command after --, e.g. "
         "kreplay --pmc sm__cycles_elapsed.avg -- ./app arg1");
   }
   if (o.command.front().empty()) {
-    return invalid("the application name after -- is empty; give the program to run");
+    return InvalidArgument("the application name after -- is empty; give the program to run");
   }
   return o;
 }
@@ -616,7 +615,7 @@ Result<CliOptions> parse_command_line(const std::vector<std::string>& args) {
   }
   for (size_t i = 0; i < ours.size(); ++i) {
     if (!valid_utf8(ours[i])) {
-      return invalid(
+      return InvalidArgument(
           fmt::format("argument {} (\"{}\") is not valid UTF-8; kreplay's options are "
                       "UTF-8 text (the application's arguments after -- may be anything)",
                       i + 1, printable(ours[i])));

@@ -14,10 +14,6 @@
 namespace kreplay::cli {
 namespace {
 
-Status invalid(std::string message) {
-  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, std::move(message));
-}
-
 // A job's worth of collection before it becomes runs: the command line alone, or one job of an
 // application-mode input file merged with the command line.
 struct Unit {
@@ -121,27 +117,26 @@ Status choose_sections(Unit& u, const CliOptions& o, bool allow_default,
       !(s.replay_mode && *s.replay_mode == ReplayMode::kApplication);
   if (!given && !default_set) {
     if (s.section_folder && !given) {
-      return invalid(prefixed(u, "section_folder",
-                              fmt::format("{} adds section files, but no {} or {} picks one; add "
-                                          "{} NAME or drop {}",
-                                          spelled(u, "section_folder", "--section-folder"),
-                                          spelled(u, "set", "--set"),
-                                          spelled(u, "section", "--section"),
-                                          spelled(u, "set", "--set"),
-                                          spelled(u, "section_folder", "--section-folder"))));
+      return InvalidArgument(prefixed(
+          u, "section_folder",
+          fmt::format("{} adds section files, but no {} or {} picks one; add "
+                      "{} NAME or drop {}",
+                      spelled(u, "section_folder", "--section-folder"), spelled(u, "set", "--set"),
+                      spelled(u, "section", "--section"), spelled(u, "set", "--set"),
+                      spelled(u, "section_folder", "--section-folder"))));
     }
     return Status::Ok();
   }
   auto catalog = load_catalog(o, s);
   if (!catalog.ok()) {
-    return invalid(prefixed(u, s.section_folder ? "section_folder" : "set",
-                            catalog.status().message()));
+    return InvalidArgument(
+        prefixed(u, s.section_folder ? "section_folder" : "set", catalog.status().message()));
   }
   const std::string set = default_set ? "basic" : s.metric_set.value_or("");
   auto chosen = catalog->resolve(set, s.sections.value_or(std::vector<std::string>{}));
   if (!chosen.ok()) {
-    return invalid(prefixed(u, s.sections && !s.metric_set ? "section" : "set",
-                            chosen.status().message()));
+    return InvalidArgument(
+        prefixed(u, s.sections && !s.metric_set ? "section" : "set", chosen.status().message()));
   }
   std::vector<const report::Section*> collected;
   for (const report::Section* section : *chosen) {
@@ -197,7 +192,7 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
 
   if (u.rotation) {
     if (!u.groups.empty()) {
-      return invalid(prefixed(
+      return InvalidArgument(prefixed(
           u, "pmc_groups",
           u.groups_from_cli
               ? "--pmc and pmc_groups both give counter groups; pmc_groups rotates groups across "
@@ -207,19 +202,20 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
                 "group), not both"));
     }
     if (has_metrics || s.metric_set || s.sections) {
-      return invalid(prefixed(
+      return InvalidArgument(prefixed(
           u, "pmc_groups",
           fmt::format("pmc_groups and {} both give counters; rotation takes counter groups only, "
                       "so move the {} into a job of their own",
                       has_metrics ? "metrics" : sets_key, has_metrics ? "metrics" : sets_key)));
     }
     if (u.timing) {
-      return invalid(prefixed(u, "timing_pass",
-                              "timing_pass cannot share a run with rotating pmc_groups; give the "
-                              "timing pass a job of its own"));
+      return InvalidArgument(
+          prefixed(u, "timing_pass",
+                   "timing_pass cannot share a run with rotating pmc_groups; give the "
+                   "timing pass a job of its own"));
     }
     if (s.replay_mode && *s.replay_mode != ReplayMode::kApplication) {
-      return invalid(prefixed(
+      return InvalidArgument(prefixed(
           u, "replay_mode",
           fmt::format("pmc_groups rotates counter groups across launches without replay, so it "
                       "takes no replay_mode {}; to replay, give each group its own job with pmc "
@@ -235,16 +231,16 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
 
   if (u.timing) {
     if (!u.groups.empty() || has_metrics || s.metric_set || s.sections) {
-      return invalid(prefixed(
+      return InvalidArgument(prefixed(
           u, "timing_pass",
           "timing_pass and counters in one job: in job_replay_mode: application each job is one "
           "run, and a clean timing pass cannot share a run with counters; split the job in two, "
           "or set job_replay_mode: kernel to make them passes of one run"));
     }
     if (s.replay_mode && *s.replay_mode == ReplayMode::kRange) {
-      return invalid(prefixed(u, "replay_mode",
-                              "a timing job is one pass and needs no range replay; drop "
-                              "replay_mode"));
+      return InvalidArgument(prefixed(u, "replay_mode",
+                                      "a timing job is one pass and needs no range replay; drop "
+                                      "replay_mode"));
     }
     ToolConfig c = base_config(s, command, u.origin);
     c.replay_mode = s.replay_mode.value_or(ReplayMode::kApplication);
@@ -258,7 +254,7 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
       s.replay_mode.value_or(multi_pass ? ReplayMode::kKernel : ReplayMode::kApplication);
 
   if (s.range_markers && mode != ReplayMode::kRange) {
-    return invalid(
+    return InvalidArgument(
         prefixed(u, "range_markers",
                  fmt::format("{} applies to replay mode range, not {}; set {} range or drop {}",
                              spelled(u, "range_markers", "--range-markers"), to_string(mode),
@@ -267,7 +263,7 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
 
   if (mode == ReplayMode::kApplication) {
     if (has_metrics) {
-      return invalid(prefixed(
+      return InvalidArgument(prefixed(
           u, "metrics",
           fmt::format("{} needs kernel or range replay, since the device decides how many passes "
                       "metrics take; drop {} application, or list the counters as {} groups for "
@@ -275,7 +271,7 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
                       spelled(u, "metrics", "--metrics"), mode_key, spelled(u, "pmc", "--pmc"))));
     }
     if (has_sections) {
-      return invalid(prefixed(
+      return InvalidArgument(prefixed(
           u, s.metric_set ? "set" : "section",
           fmt::format("{} needs kernel or range replay, since the device decides how many passes "
                       "its metrics take; drop {} application",
@@ -300,7 +296,7 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
   }
 
   if (u.groups.empty() && !has_metrics && !has_sections) {
-    return invalid(prefixed(
+    return InvalidArgument(prefixed(
         u, "replay_mode",
         fmt::format("{} {} replays launches to collect counters, but there are none; add {}, "
                     "{} or {}, or drop {}",
@@ -332,7 +328,7 @@ Status application_jobs(const CliOptions& o, const InputFile& file, std::vector<
     u.replay_from_cli = o.settings.replay_mode && !job.settings.replay_mode;
     RunSettings merged = job.settings;
     if (auto conflict = merge_settings(merged, o.settings)) {
-      return invalid(
+      return InvalidArgument(
           fmt::format("{}: {} is {} here but {} on the command line ({}); give it in "
                       "one place",
                       file.where(job, conflict->key), conflict->key, conflict->first,
@@ -341,7 +337,7 @@ Status application_jobs(const CliOptions& o, const InputFile& file, std::vector<
     u.settings = std::move(merged);
 
     if (job.pmc_group_interval && !job.pmc_groups) {
-      return invalid(
+      return InvalidArgument(
           fmt::format("{}: pmc_group_interval needs pmc_groups, the groups to rotate; "
                       "add pmc_groups or drop pmc_group_interval",
                       file.where(job, "pmc_group_interval")));
@@ -356,7 +352,7 @@ Status application_jobs(const CliOptions& o, const InputFile& file, std::vector<
       u.rotation = RotationSpec{*job.pmc_groups, job.pmc_group_interval.value_or(1)};
     } else if (job.pmc) {
       if (!o.pmc.empty() && o.pmc != std::vector<std::vector<std::string>>{*job.pmc}) {
-        return invalid(
+        return InvalidArgument(
             fmt::format("{}: the job's pmc {} differs from --pmc on the command line; "
                         "give the counters in one place",
                         file.where(job, "pmc"), describe_value(*job.pmc)));
@@ -369,7 +365,7 @@ Status application_jobs(const CliOptions& o, const InputFile& file, std::vector<
 
     const bool timing = job.timing_pass.value_or(false);
     if (job.timing_pass_flush_cache && !timing) {
-      return invalid(
+      return InvalidArgument(
           fmt::format("{}: timing_pass_flush_cache applies to a timing pass; set "
                       "timing_pass: true on this job or drop the option",
                       file.where(job, "timing_pass_flush_cache")));
@@ -400,7 +396,7 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
                         file.job_replay_mode_mark.column)
           : file.path;
   if (!o.pmc.empty()) {
-    return invalid(
+    return InvalidArgument(
         fmt::format("{}: job_replay_mode: kernel takes its counter groups from the "
                     "jobs' pmc; drop --pmc from the command line, or drop "
                     "job_replay_mode to run each job on its own",
@@ -408,7 +404,7 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
   }
   if (o.settings.metrics || o.settings.metric_set || o.settings.sections) {
     const char* flag = o.settings.metrics ? "--metrics" : (o.settings.metric_set ? "--set" : "--section");
-    return invalid(
+    return InvalidArgument(
         fmt::format("{}: job_replay_mode: kernel takes its passes from the jobs; drop "
                     "{} from the command line and list the counters with pmc "
                     "in the jobs",
@@ -422,7 +418,7 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
   for (const JobSpec& job : file.jobs) {
     for (const char* key : {"metrics", "set", "section"}) {
       if (job.has(key)) {
-        return invalid(
+        return InvalidArgument(
             fmt::format("{}: {} cannot be a pass of job_replay_mode: kernel (the "
                         "device decides how many passes they take); list the counters "
                         "with pmc, one group per job",
@@ -431,7 +427,7 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
     }
     for (const char* key : {"pmc_groups", "pmc_group_interval"}) {
       if (job.has(key)) {
-        return invalid(
+        return InvalidArgument(
             fmt::format("{}: {} rotates groups across launches and cannot be a replay "
                         "pass; give each group a job of its own with pmc",
                         file.where(job, key), key));
@@ -440,13 +436,13 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
     const bool counters = job.pmc.has_value();
     const bool timing = job.timing_pass.value_or(false);
     if (counters && timing) {
-      return invalid(
+      return InvalidArgument(
           fmt::format("{}: selects both pmc and timing_pass; a pass collects one "
                       "service, so split it into two jobs",
                       file.where(job)));
     }
     if (!counters && !timing) {
-      return invalid(
+      return InvalidArgument(
           fmt::format("{}: collects nothing; in job_replay_mode: kernel each job is "
                       "one pass, so give it pmc (a counter group) or timing_pass: true",
                       file.where(job)));
@@ -454,7 +450,7 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
     if (counters) {
       for (const std::string& key : job.keys) {
         if (key.rfind("timing_pass_", 0) == 0) {
-          return invalid(
+          return InvalidArgument(
               fmt::format("{}: {} configures the timing pass, but this is a counter "
                           "job; move it to the job with timing_pass: true",
                           file.where(job, key), key));
@@ -464,7 +460,7 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
       groups.push_back(*job.pmc);
     } else {
       if (timing_job) {
-        return invalid(
+        return InvalidArgument(
             fmt::format("{}: a second timing job ({} is the first); a run has at "
                         "most one timing pass",
                         file.where(job, "timing_pass"), file.job_label(file.jobs[*timing_job])));
@@ -474,7 +470,7 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
           PassSpec{PassKind::kTiming, -1, job.timing_pass_flush_cache.value_or(false)});
     }
     if (auto conflict = merge_settings(merged, job.settings)) {
-      return invalid(
+      return InvalidArgument(
           fmt::format("{}: jobs disagree on {}: {} has {}, {} has {}; the jobs are "
                       "passes of one run, so give run options once or give every job "
                       "the same value",
@@ -484,13 +480,13 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
     }
   }
   if (groups.empty()) {
-    return invalid(
+    return InvalidArgument(
         fmt::format("{}: job_replay_mode: kernel needs at least one job with pmc; a "
                     "timing pass alone needs no replay, so drop job_replay_mode",
                     mode_where));
   }
   if (auto conflict = merge_settings(merged, o.settings)) {
-    return invalid(
+    return InvalidArgument(
         fmt::format("{}: {} is {} in the jobs but {} on the command line ({}); give it "
                     "in one place",
                     file.path, conflict->key, conflict->first, conflict->second, conflict->flag));
@@ -509,14 +505,14 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
         }
       }
     }
-    return invalid(
+    return InvalidArgument(
         fmt::format("{}: {} contradicts job_replay_mode: kernel, which runs the jobs "
                     "as replay passes of one run; drop it, or drop job_replay_mode to "
                     "run each job on its own",
                     where, spelling));
   }
   if (merged.range_markers && mode != ReplayMode::kRange) {
-    return invalid(
+    return InvalidArgument(
         fmt::format("{}: range_markers applies to replay_mode range; set "
                     "replay_mode: range or drop range_markers",
                     file.path));
@@ -564,11 +560,11 @@ Result<RunPlan> make_run_plan(const CliOptions& options, const InputFile* input)
                                                             : options.sections_folder};
     if (options.settings.section_folder) plan.section_folders.push_back(*options.settings.section_folder);
     auto catalog = report::Catalog::load(plan.section_folders);
-    if (!catalog.ok()) return invalid(catalog.status().message());
+    if (!catalog.ok()) return InvalidArgument(catalog.status().message());
     return plan;
   }
   if (options.command.empty()) {
-    return invalid(
+    return InvalidArgument(
         "no application to profile: put the command after --, e.g. "
         "kreplay --pmc sm__cycles_elapsed.avg -- ./app arg1");
   }
@@ -595,10 +591,10 @@ Result<RunPlan> make_run_plan(const CliOptions& options, const InputFile* input)
     ToolConfig& c = runs[k];
     // Checked again on the merged result: the values came through different paths.
     Status filters = validate_filter_options(c.filters);
-    if (!filters.ok()) return invalid(fmt::format("{}: {}", c.origin, filters.message()));
+    if (!filters.ok()) return InvalidArgument(fmt::format("{}: {}", c.origin, filters.message()));
     for (const std::string* name : {&c.output.directory, &c.output.file}) {
       Status st = validate_output_template(*name);
-      if (!st.ok()) return invalid(fmt::format("{}: {}", c.origin, st.message()));
+      if (!st.ok()) return InvalidArgument(fmt::format("{}: {}", c.origin, st.message()));
     }
     c.app_pass = static_cast<uint32_t>(k + 1);
     c.app_pass_count = static_cast<uint32_t>(total);

@@ -36,6 +36,12 @@ inline Status Error(kreplay_status_t code, std::string message) {
   return {code, std::move(message)};
 }
 
+/// Bad input from the user (an option, an input file, a database, a section file): the message
+/// names the problem and the fix.
+inline Status InvalidArgument(std::string message) {
+  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, std::move(message));
+}
+
 template <typename T>
 class [[nodiscard]] Result {
  public:

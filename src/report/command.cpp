@@ -19,10 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Status invalid(std::string message) {
-  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, std::move(message));
-}
-
 int fail(const std::string& message) {
   std::fprintf(stderr, "==KREPLAY== error: %s\n", message.c_str());
   return 2;
@@ -35,9 +31,9 @@ Status from_cli11(const CLI::ParseError& e, const char* command) {
   }
   if (what.find("The following arguments were not expected") != std::string::npos ||
       what.find("were not expected") != std::string::npos) {
-    return invalid(fmt::format("{}; run kreplay {} --help for the options", what, command));
+    return InvalidArgument(fmt::format("{}; run kreplay {} --help for the options", what, command));
   }
-  return invalid(fmt::format("{}; run kreplay {} --help for the options", what, command));
+  return InvalidArgument(fmt::format("{}; run kreplay {} --help for the options", what, command));
 }
 
 // As the main command (cli/options.cpp): an option never takes another option as its value.
@@ -65,10 +61,10 @@ Status check_option_values(const CLI::App& app, const std::vector<std::string>& 
     const bool option_like = next.size() > 1 && next[0] == '-' &&
                              !(std::isdigit(static_cast<unsigned char>(next[1])) || next[1] == '.');
     if (!option_like) continue;
-    return invalid(fmt::format("{} needs a value before {}, which is an option (a list ends at the "
-                               "next option); write {} {} ... (kreplay {} --help)",
-                               words[i], next.substr(0, next.find('=')), words[i],
-                               opt->get_type_name(), command));
+    return InvalidArgument(fmt::format(
+        "{} needs a value before {}, which is an option (a list ends at the "
+        "next option); write {} {} ... (kreplay {} --help)",
+        words[i], next.substr(0, next.find('=')), words[i], opt->get_type_name(), command));
   }
   return Status::Ok();
 }
@@ -145,10 +141,11 @@ Result<ReportCommand> parse_report_command(const std::vector<std::string>& args)
     return c;
   }
   if (c.database.empty()) {
-    return invalid("kreplay report needs a results database: kreplay report RUN.db [options]");
+    return InvalidArgument(
+        "kreplay report needs a results database: kreplay report RUN.db [options]");
   }
   if (c.format != "text" && c.format != "csv" && c.format != "json" && c.format != "html") {
-    return invalid(fmt::format("--format {}: use text, csv, json or html", c.format));
+    return InvalidArgument(fmt::format("--format {}: use text, csv, json or html", c.format));
   }
   if (!launch.empty()) {
     if (launch == "all") {
@@ -157,13 +154,15 @@ Result<ReportCommand> parse_report_command(const std::vector<std::string>& args)
       uint64_t n = 0;
       auto [ptr, ec] = std::from_chars(launch.data(), launch.data() + launch.size(), n);
       if (ec != std::errc() || ptr != launch.data() + launch.size()) {
-        return invalid(fmt::format("--launch {}: give a dispatch id (a number) or all", launch));
+        return InvalidArgument(
+            fmt::format("--launch {}: give a dispatch id (a number) or all", launch));
       }
       c.options.launch = n;
     }
   }
   for (auto& s : c.options.sections) {
-    if (s.empty()) return invalid("--section is empty; give a section name such as SpeedOfLight");
+    if (s.empty())
+      return InvalidArgument("--section is empty; give a section name such as SpeedOfLight");
   }
   return c;
 }
@@ -193,7 +192,8 @@ Result<ConvertOptions> parse_convert_command(const std::vector<std::string>& arg
     return o;
   }
   if (o.database.empty()) {
-    return invalid("kreplay convert needs a results database: kreplay convert RUN.db --to csv");
+    return InvalidArgument(
+        "kreplay convert needs a results database: kreplay convert RUN.db --to csv");
   }
   return o;
 }

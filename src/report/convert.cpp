@@ -22,12 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-Status invalid(std::string message) {
-  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, std::move(message));
-}
-
-uint32_t u32(const SqlStmt& s, int i) { return static_cast<uint32_t>(s.i64(i)); }
-
 double value_or_nan(const SqlStmt& s, int i) {
   return s.null(i) ? std::numeric_limits<double>::quiet_NaN() : s.real(i);
 }
@@ -60,14 +54,14 @@ std::vector<TableSpec> table_specs(uint32_t app_pass) {
                  output::DeviceRecord d;
                  d.agent_id = s.u64(1);
                  d.type = s.text(2);
-                 d.device_index = u32(s, 3);
+                 d.device_index = s.u32(3);
                  d.name = s.text(4);
                  d.chip = s.text(5);
                  d.uuid = s.text(6);
                  d.memory_bytes = s.u64(7);
-                 d.multiprocessor_count = u32(s, 8);
-                 d.cc_major = u32(s, 9);
-                 d.cc_minor = u32(s, 10);
+                 d.multiprocessor_count = s.u32(8);
+                 d.cc_major = s.u32(9);
+                 d.cc_minor = s.u32(10);
                  return w.device(d);
                }});
   t.push_back({"kernels", "kernel_id, agent_id, code_object_id, mangled_name, demangled_name",
@@ -144,12 +138,12 @@ std::vector<TableSpec> table_specs(uint32_t app_pass) {
                  d.kernel_id = s.u64(4);
                  d.correlation_id = s.u64(5);
                  d.thread_id = s.u64(6);
-                 d.grid = {u32(s, 7), u32(s, 8), u32(s, 9)};
-                 d.block = {u32(s, 10), u32(s, 11), u32(s, 12)};
-                 d.cluster = {u32(s, 13), u32(s, 14), u32(s, 15)};
-                 d.dynamic_shared_bytes = u32(s, 16);
-                 d.static_shared_bytes = u32(s, 17);
-                 d.registers = u32(s, 18);
+                 d.grid = {s.u32(7), s.u32(8), s.u32(9)};
+                 d.block = {s.u32(10), s.u32(11), s.u32(12)};
+                 d.cluster = {s.u32(13), s.u32(14), s.u32(15)};
+                 d.dynamic_shared_bytes = s.u32(16);
+                 d.static_shared_bytes = s.u32(17);
+                 d.registers = s.u32(18);
                  d.outcome = s.text(19);
                  d.reason = s.text(20);
                  d.passes_requested = s.u64(21);
@@ -241,7 +235,7 @@ Status convert_run(const SqlDb& db, uint32_t app_pass, bool has_seq,
     run.pid = s.u64(3);
     run.replay_mode = s.text(4);
     run.app_pass = app_pass;
-    run.app_pass_count = u32(s, 5);
+    run.app_pass_count = s.u32(5);
     run.counter_names = string_list(s.text(6));
     run.environment = string_map(s.text(7));
     run.options = string_map(s.text(8));
@@ -306,24 +300,28 @@ Status convert_run(const SqlDb& db, uint32_t app_pass, bool has_seq,
 Result<ConvertResult> convert_database(const ConvertOptions& o) {
   std::error_code ec;
   if (!fs::is_regular_file(o.database, ec)) {
-    return invalid(fmt::format("{}: no such file; give the results database of a run "
-                               "(<host>/<pid>_results.db by default)",
-                               o.database));
+    return InvalidArgument(
+        fmt::format("{}: no such file; give the results database of a run "
+                    "(<host>/<pid>_results.db by default)",
+                    o.database));
   }
   if (o.formats.empty()) {
-    return invalid("convert needs --to FORMAT: csv, json or perfetto (a comma list for several)");
+    return InvalidArgument(
+        "convert needs --to FORMAT: csv, json or perfetto (a comma list for several)");
   }
   for (const auto& f : o.formats) {
     if (f != "csv" && f != "json" && f != "perfetto") {
-      return invalid(fmt::format("--to {}: convert writes csv, json or perfetto{}", f,
-                                 f == "sqlite" ? " (the database is the sqlite output)" : ""));
+      return InvalidArgument(
+          fmt::format("--to {}: convert writes csv, json or perfetto{}", f,
+                      f == "sqlite" ? " (the database is the sqlite output)" : ""));
     }
   }
   ASSIGN_OR_RETURN(SqlDb db, SqlDb::open_readonly(o.database));
   if (!db.has_table("run") || !db.has_table("counters")) {
-    return invalid(fmt::format("{} is not a kreplay results database; give a *_results.db that "
-                               "kreplay wrote",
-                               o.database));
+    return InvalidArgument(
+        fmt::format("{} is not a kreplay results database; give a *_results.db that "
+                    "kreplay wrote",
+                    o.database));
   }
   {
     ASSIGN_OR_RETURN(SqlStmt s, db.prepare("SELECT value FROM metadata WHERE key = "
@@ -331,10 +329,10 @@ Result<ConvertResult> convert_database(const ConvertOptions& o) {
     const std::string version = s.step() ? s.text(0) : "";
     const int number = std::atoi(version.c_str());
     if (number < kOldestSchemaVersion || number > output::kSchemaVersion) {
-      return invalid(fmt::format("{} has results schema version '{}', this kreplay converts "
-                                 "versions {} to {}; use the kreplay that wrote it",
-                                 o.database, version, kOldestSchemaVersion,
-                                 output::kSchemaVersion));
+      return InvalidArgument(
+          fmt::format("{} has results schema version '{}', this kreplay converts "
+                      "versions {} to {}; use the kreplay that wrote it",
+                      o.database, version, kOldestSchemaVersion, output::kSchemaVersion));
     }
   }
   ConvertResult result;
@@ -342,9 +340,10 @@ Result<ConvertResult> convert_database(const ConvertOptions& o) {
   if (has_seq) {
     auto s = db.prepare("SELECT 1 FROM dispatches WHERE seq IS NULL LIMIT 1");
     if (s.ok() && s->step()) {
-      return invalid(fmt::format("{} mixes rows with and without record order (seq); convert "
-                                 "the databases of each run on its own",
-                                 o.database));
+      return InvalidArgument(
+          fmt::format("{} mixes rows with and without record order (seq); convert "
+                      "the databases of each run on its own",
+                      o.database));
     }
   } else {
     result.notes.push_back(fmt::format(
@@ -355,9 +354,10 @@ Result<ConvertResult> convert_database(const ConvertOptions& o) {
   std::vector<uint32_t> passes;
   {
     ASSIGN_OR_RETURN(SqlStmt s, db.prepare("SELECT app_pass FROM run ORDER BY app_pass"));
-    while (s.step()) passes.push_back(u32(s, 0));
+    while (s.step()) passes.push_back(s.u32(0));
   }
-  if (passes.empty()) return invalid(fmt::format("{} has no run row; nothing to convert", o.database));
+  if (passes.empty())
+    return InvalidArgument(fmt::format("{} has no run row; nothing to convert", o.database));
 
   fs::path db_path(o.database);
   std::string stem = o.stem;

@@ -12,10 +12,6 @@
 namespace kreplay::report {
 namespace {
 
-Status invalid(std::string message) {
-  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, std::move(message));
-}
-
 // The launch rows with the view's duration and kernel name (schema.sql, dispatch_counters).
 constexpr const char* kLaunchSql =
     "WITH pass_time AS (SELECT app_pass, dispatch_id, AVG(end_ns - start_ns) AS avg_ns "
@@ -38,17 +34,19 @@ constexpr const char* kLaunchSql =
 Result<Database> Database::open(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    return invalid(fmt::format("{}: no such file; give the results database of a run "
-                               "(<host>/<pid>_results.db by default)",
-                               path));
+    return InvalidArgument(
+        fmt::format("{}: no such file; give the results database of a run "
+                    "(<host>/<pid>_results.db by default)",
+                    path));
   }
   ASSIGN_OR_RETURN(SqlDb db, SqlDb::open_readonly(path));
   Database out;
   out.path = path;
   if (!db.has_table("metadata") || !db.has_table("dispatches") || !db.has_table("counters")) {
-    return invalid(fmt::format("{} is not a kreplay results database (it has no dispatches and "
-                               "counters tables); give a *_results.db that kreplay wrote",
-                               path));
+    return InvalidArgument(
+        fmt::format("{} is not a kreplay results database (it has no dispatches and "
+                    "counters tables); give a *_results.db that kreplay wrote",
+                    path));
   }
   {
     ASSIGN_OR_RETURN(SqlStmt s,
@@ -56,10 +54,10 @@ Result<Database> Database::open(const std::string& path) {
     if (s.step()) out.schema_version = std::atoi(s.raw_text(0));
   }
   if (out.schema_version < kOldestSchemaVersion || out.schema_version > output::kSchemaVersion) {
-    return invalid(fmt::format("{} has results schema version {}, this kreplay reads versions {} "
-                               "to {}; use the kreplay that wrote it",
-                               path, out.schema_version, kOldestSchemaVersion,
-                               output::kSchemaVersion));
+    return InvalidArgument(
+        fmt::format("{} has results schema version {}, this kreplay reads versions {} "
+                    "to {}; use the kreplay that wrote it",
+                    path, out.schema_version, kOldestSchemaVersion, output::kSchemaVersion));
   }
   out.has_seq = db.has_column("counters", "seq");
   {
@@ -70,8 +68,8 @@ Result<Database> Database::open(const std::string& path) {
                                 "not_selected, passes FROM run ORDER BY app_pass"));
     while (s.step()) {
       DbRun r;
-      r.app_pass = static_cast<uint32_t>(s.i64(0));
-      r.app_pass_count = static_cast<uint32_t>(s.i64(1));
+      r.app_pass = s.u32(0);
+      r.app_pass_count = s.u32(1);
       r.kreplay_version = s.text(2);
       r.command_json = s.text(3);
       r.hostname = s.text(4);
@@ -99,16 +97,16 @@ Result<Database> Database::open(const std::string& path) {
                                 "devices ORDER BY app_pass, agent_id"));
     while (s.step()) {
       DbDevice d;
-      d.app_pass = static_cast<uint32_t>(s.i64(0));
+      d.app_pass = s.u32(0);
       d.agent_id = s.u64(1);
       d.type = s.text(2);
-      d.device_index = static_cast<uint32_t>(s.i64(3));
+      d.device_index = s.u32(3);
       d.name = s.text(4);
       d.chip = s.text(5);
       d.memory_bytes = s.u64(6);
-      d.sm_count = static_cast<uint32_t>(s.i64(7));
-      d.cc_major = static_cast<uint32_t>(s.i64(8));
-      d.cc_minor = static_cast<uint32_t>(s.i64(9));
+      d.sm_count = s.u32(7);
+      d.cc_major = s.u32(8);
+      d.cc_minor = s.u32(9);
       out.devices.push_back(std::move(d));
     }
     if (!s.done_ok()) return db.failed("devices");
@@ -118,19 +116,19 @@ Result<Database> Database::open(const std::string& path) {
     ASSIGN_OR_RETURN(SqlStmt s, db.prepare(kLaunchSql));
     while (s.step()) {
       DbLaunch l;
-      l.app_pass = static_cast<uint32_t>(s.i64(0));
+      l.app_pass = s.u32(0);
       l.dispatch_id = s.u64(1);
       l.agent_id = s.u64(2);
       l.stream_id = s.u64(3);
       l.kernel_id = s.u64(4);
       for (int i = 0; i < 3; ++i) {
-        l.grid[i] = static_cast<uint32_t>(s.i64(5 + i));
-        l.block[i] = static_cast<uint32_t>(s.i64(8 + i));
-        l.cluster[i] = static_cast<uint32_t>(s.i64(11 + i));
+        l.grid[i] = s.u32(5 + i);
+        l.block[i] = s.u32(8 + i);
+        l.cluster[i] = s.u32(11 + i);
       }
-      l.static_shared = static_cast<uint32_t>(s.i64(14));
-      l.dynamic_shared = static_cast<uint32_t>(s.i64(15));
-      l.registers = static_cast<uint32_t>(s.i64(16));
+      l.static_shared = s.u32(14);
+      l.dynamic_shared = s.u32(15);
+      l.registers = s.u32(16);
       l.outcome = s.text(17);
       l.reason = s.text(18);
       l.passes_requested = s.u64(19);
@@ -161,7 +159,7 @@ Result<Database> Database::open(const std::string& path) {
     DbLaunch* launch = nullptr;
     std::string last_name;
     while (s.step()) {
-      const uint32_t app_pass = static_cast<uint32_t>(s.i64(0));
+      const uint32_t app_pass = s.u32(0);
       const uint64_t dispatch = s.u64(1);
       const char* name = s.raw_text(2);
       const bool same_dispatch = have_last && app_pass == last_pass && dispatch == last_dispatch;
@@ -204,7 +202,7 @@ Status Database::read_timeline(size_t max_launches, std::vector<DbPass>* passes,
                                            chosen + ") ORDER BY app_pass, dispatch_id, replay_pass"));
     while (s.step()) {
       DbPass p;
-      p.app_pass = static_cast<uint32_t>(s.i64(0));
+      p.app_pass = s.u32(0);
       p.dispatch_id = s.u64(1);
       p.replay_pass = s.u64(2);
       p.stream_id = s.u64(3);
@@ -220,7 +218,7 @@ Status Database::read_timeline(size_t max_launches, std::vector<DbPass>* passes,
                                          chosen + ") ORDER BY id"));
   while (s.step()) {
     DbPhase p;
-    p.app_pass = static_cast<uint32_t>(s.i64(0));
+    p.app_pass = s.u32(0);
     p.dispatch_id = s.u64(1);
     p.phase = s.text(2);
     p.after_pass = s.u64(3);
@@ -243,7 +241,7 @@ Result<std::vector<DbSourceCounter>> Database::read_source_counters() const {
                                          "app_pass, kernel_id, location"));
   while (s.step()) {
     DbSourceCounter c;
-    c.app_pass = static_cast<uint32_t>(s.i64(0));
+    c.app_pass = s.u32(0);
     c.kernel_id = s.u64(1);
     c.location = s.text(2);
     c.inst_executed = s.real(3);

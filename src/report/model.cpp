@@ -15,10 +15,6 @@
 namespace kreplay::report {
 namespace {
 
-Status invalid(std::string message) {
-  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, std::move(message));
-}
-
 // One launch of a kernel: a dispatch id, with its rows of every app_pass.
 struct Logical {
   const DbLaunch* first = nullptr;
@@ -165,7 +161,7 @@ Result<std::vector<Group>> groups_of(const std::vector<Logical>& launches,
     try {
       re = std::regex(o.kernel.substr(6));
     } catch (const std::regex_error& e) {
-      return invalid(fmt::format("-k {}: bad regular expression ({})", o.kernel, e.what()));
+      return InvalidArgument(fmt::format("-k {}: bad regular expression ({})", o.kernel, e.what()));
     }
   }
   std::vector<Group> out;
@@ -292,16 +288,16 @@ Result<Report> build_report(const Database& db, const Database* baseline, const 
     for (const Logical& l : launches) names.insert(l.first->kernel_name);
     std::vector<std::string> list(names.begin(), names.end());
     if (list.size() > 5) list.resize(5);
-    if (launches.empty()) return invalid(fmt::format("{} holds no launches", db.path));
+    if (launches.empty()) return InvalidArgument(fmt::format("{} holds no launches", db.path));
     if (o.launch) {
-      return invalid(fmt::format("no launch with dispatch id {}{} in {}; dispatch ids run from {} "
-                                 "to {}",
-                                 *o.launch, o.kernel.empty() ? "" : " of kernel " + o.kernel,
-                                 db.path, launches.front().first->dispatch_id,
-                                 launches.back().first->dispatch_id));
+      return InvalidArgument(
+          fmt::format("no launch with dispatch id {}{} in {}; dispatch ids run from {} "
+                      "to {}",
+                      *o.launch, o.kernel.empty() ? "" : " of kernel " + o.kernel, db.path,
+                      launches.front().first->dispatch_id, launches.back().first->dispatch_id));
     }
-    return invalid(fmt::format("-k {} selects no kernel of {}; its kernels include {}", o.kernel,
-                               db.path, join_or(list)));
+    return InvalidArgument(fmt::format("-k {} selects no kernel of {}; its kernels include {}",
+                                       o.kernel, db.path, join_or(list)));
   }
 
   std::vector<Logical> base_launches;

@@ -18,10 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Status invalid(std::string message) {
-  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, std::move(message));
-}
-
 std::string at(const std::string& file, const YAML::Node& node) {
   const YAML::Mark m = node.Mark();
   if (m.is_null()) return file;
@@ -30,7 +26,8 @@ std::string at(const std::string& file, const YAML::Node& node) {
 
 Status check_keys(const std::string& file, const YAML::Node& map,
                   std::initializer_list<const char*> allowed, std::string_view what) {
-  if (!map.IsMap()) return invalid(fmt::format("{}: {} must be a mapping", at(file, map), what));
+  if (!map.IsMap())
+    return InvalidArgument(fmt::format("{}: {} must be a mapping", at(file, map), what));
   for (const auto& kv : map) {
     std::string key = kv.first.as<std::string>();
     bool ok = false;
@@ -41,10 +38,9 @@ Status check_keys(const std::string& file, const YAML::Node& map,
     }
     if (!ok) {
       auto close = suggest(key, names, 1);
-      return invalid(fmt::format("{}: unknown key \"{}\" in {}{}; the keys are {}",
-                                 at(file, kv.first), key, what,
-                                 close.empty() ? "" : fmt::format(" (did you mean {}?)", close[0]),
-                                 join_or(names)));
+      return InvalidArgument(fmt::format(
+          "{}: unknown key \"{}\" in {}{}; the keys are {}", at(file, kv.first), key, what,
+          close.empty() ? "" : fmt::format(" (did you mean {}?)", close[0]), join_or(names)));
     }
   }
   return Status::Ok();
@@ -54,10 +50,11 @@ Result<std::string> text(const std::string& file, const YAML::Node& map, const c
                          bool required) {
   const YAML::Node v = map[key];
   if (!v) {
-    if (required) return invalid(fmt::format("{}: \"{}\" is missing", at(file, map), key));
+    if (required) return InvalidArgument(fmt::format("{}: \"{}\" is missing", at(file, map), key));
     return std::string();
   }
-  if (!v.IsScalar()) return invalid(fmt::format("{}: \"{}\" must be text", at(file, v), key));
+  if (!v.IsScalar())
+    return InvalidArgument(fmt::format("{}: \"{}\" must be text", at(file, v), key));
   std::string s = v.Scalar();
   // Folded scalars (>-) keep single spaces; collapse runs the indentation left.
   std::string out;
@@ -67,7 +64,8 @@ Result<std::string> text(const std::string& file, const YAML::Node& map, const c
     out += c;
   }
   while (!out.empty() && out.back() == ' ') out.pop_back();
-  if (required && out.empty()) return invalid(fmt::format("{}: \"{}\" is empty", at(file, v), key));
+  if (required && out.empty())
+    return InvalidArgument(fmt::format("{}: \"{}\" is empty", at(file, v), key));
   return out;
 }
 
@@ -76,10 +74,11 @@ Result<std::vector<std::string>> names(const std::string& file, const YAML::Node
   const YAML::Node v = map[key];
   std::vector<std::string> out;
   if (!v) return out;
-  if (!v.IsSequence()) return invalid(fmt::format("{}: \"{}\" must be a list", at(file, v), key));
+  if (!v.IsSequence())
+    return InvalidArgument(fmt::format("{}: \"{}\" must be a list", at(file, v), key));
   for (const auto& item : v) {
     if (!item.IsScalar())
-      return invalid(fmt::format("{}: items of \"{}\" must be names", at(file, item), key));
+      return InvalidArgument(fmt::format("{}: items of \"{}\" must be names", at(file, item), key));
     out.push_back(item.Scalar());
   }
   return out;
@@ -102,21 +101,23 @@ Result<Section> parse_section_node(const YAML::Node& root, const std::string& fi
   s.file = file;
   ASSIGN_OR_RETURN(s.name, text(file, root, "name", true));
   if (!valid_name(s.name) || s.name.find('.') != std::string::npos)
-    return invalid(fmt::format("{}: section name \"{}\" must be a word of letters, digits and _",
-                               at(file, root["name"]), s.name));
+    return InvalidArgument(
+        fmt::format("{}: section name \"{}\" must be a word of letters, digits and _",
+                    at(file, root["name"]), s.name));
   ASSIGN_OR_RETURN(s.title, text(file, root, "title", true));
   ASSIGN_OR_RETURN(s.description, text(file, root, "description", false));
   ASSIGN_OR_RETURN(s.requires_data, text(file, root, "requires", false));
   if (!s.requires_data.empty() && s.requires_data != "source_counters") {
-    return invalid(fmt::format("{}: requires: \"{}\" is not a kind of data kreplay knows; use "
-                               "source_counters",
-                               at(file, root["requires"]), s.requires_data));
+    return InvalidArgument(
+        fmt::format("{}: requires: \"{}\" is not a kind of data kreplay knows; use "
+                    "source_counters",
+                    at(file, root["requires"]), s.requires_data));
   }
   if (root["order"]) {
     try {
       s.order = root["order"].as<int>();
     } catch (const YAML::Exception&) {
-      return invalid(fmt::format("{}: order must be an integer", at(file, root["order"])));
+      return InvalidArgument(fmt::format("{}: order must be an integer", at(file, root["order"])));
     }
   }
 
@@ -124,16 +125,16 @@ Result<Section> parse_section_node(const YAML::Node& root, const std::string& fi
   std::set<std::string> defined(field_names().begin(), field_names().end());
   auto define = [&](const std::string& name, const YAML::Node& where) -> Status {
     if (!valid_name(name))
-      return invalid(fmt::format("{}: \"{}\" is not a valid name", at(file, where), name));
+      return InvalidArgument(fmt::format("{}: \"{}\" is not a valid name", at(file, where), name));
     if (!defined.insert(name).second && !is_field_name(name))
-      return invalid(fmt::format("{}: \"{}\" is defined twice in section {}", at(file, where),
-                                 name, s.name));
+      return InvalidArgument(
+          fmt::format("{}: \"{}\" is defined twice in section {}", at(file, where), name, s.name));
     return Status::Ok();
   };
 
   const YAML::Node metrics = root["metrics"];
   if (metrics && !metrics.IsSequence())
-    return invalid(fmt::format("{}: metrics must be a list", at(file, metrics)));
+    return InvalidArgument(fmt::format("{}: metrics must be a list", at(file, metrics)));
   for (const auto& m : metrics) {
     RETURN_IF_ERROR(check_keys(file, m, {"name", "as", "label", "unit"}, "a metric"));
     SectionMetric sm;
@@ -145,15 +146,15 @@ Result<Section> parse_section_node(const YAML::Node& root, const std::string& fi
     if (sm.field && std::find(field_names().begin(), field_names().end(), sm.name) ==
                         field_names().end()) {
       auto close = suggest(sm.name, field_names(), 1);
-      return invalid(fmt::format("{}: unknown record field \"{}\"{}", at(file, m["name"]),
-                                 sm.name,
-                                 close.empty() ? "" : fmt::format(" (did you mean {}?)", close[0])));
+      return InvalidArgument(
+          fmt::format("{}: unknown record field \"{}\"{}", at(file, m["name"]), sm.name,
+                      close.empty() ? "" : fmt::format(" (did you mean {}?)", close[0])));
     }
     if (!sm.field) RETURN_IF_ERROR(define(sm.name, m["name"]));
     if (!sm.alias.empty()) {
       if (is_field_name(sm.alias))
-        return invalid(fmt::format("{}: an alias cannot start with launch. or device.",
-                                   at(file, m["as"])));
+        return InvalidArgument(
+            fmt::format("{}: an alias cannot start with launch. or device.", at(file, m["as"])));
       RETURN_IF_ERROR(define(sm.alias, m["as"]));
     }
     s.metrics.push_back(std::move(sm));
@@ -162,12 +163,14 @@ Result<Section> parse_section_node(const YAML::Node& root, const std::string& fi
   auto parse_expr = [&](const YAML::Node& where, const std::string& expr_text,
                         std::string_view what) -> Result<Expr> {
     auto e = Expr::parse(expr_text);
-    if (!e.ok()) return invalid(fmt::format("{}: {}: {}", at(file, where), what, e.status().message()));
+    if (!e.ok())
+      return InvalidArgument(
+          fmt::format("{}: {}: {}", at(file, where), what, e.status().message()));
     for (const auto& n : e->names()) {
       if (defined.count(n) == 0) {
         std::vector<std::string> candidates(defined.begin(), defined.end());
         auto close = suggest(n, candidates, 1);
-        return invalid(fmt::format(
+        return InvalidArgument(fmt::format(
             "{}: {} uses \"{}\", which section {} does not define{}; add it to metrics or "
             "derived",
             at(file, where), what, n, s.name,
@@ -179,7 +182,7 @@ Result<Section> parse_section_node(const YAML::Node& root, const std::string& fi
 
   const YAML::Node derived = root["derived"];
   if (derived && !derived.IsSequence())
-    return invalid(fmt::format("{}: derived must be a list", at(file, derived)));
+    return InvalidArgument(fmt::format("{}: derived must be a list", at(file, derived)));
   for (const auto& d : derived) {
     RETURN_IF_ERROR(check_keys(file, d, {"name", "label", "unit", "expr"}, "a derived value"));
     SectionDerived sd;
@@ -189,15 +192,15 @@ Result<Section> parse_section_node(const YAML::Node& root, const std::string& fi
     ASSIGN_OR_RETURN(std::string expr_text, text(file, d, "expr", true));
     ASSIGN_OR_RETURN(sd.expr, parse_expr(d["expr"], expr_text, fmt::format("derived {}", sd.name)));
     if (is_field_name(sd.name))
-      return invalid(fmt::format("{}: a derived name cannot start with launch. or device.",
-                                 at(file, d["name"])));
+      return InvalidArgument(fmt::format("{}: a derived name cannot start with launch. or device.",
+                                         at(file, d["name"])));
     RETURN_IF_ERROR(define(sd.name, d["name"]));
     s.derived.push_back(std::move(sd));
   }
 
   const YAML::Node rules = root["rules"];
   if (rules && !rules.IsSequence())
-    return invalid(fmt::format("{}: rules must be a list", at(file, rules)));
+    return InvalidArgument(fmt::format("{}: rules must be a list", at(file, rules)));
   for (const auto& r : rules) {
     RETURN_IF_ERROR(check_keys(file, r, {"name", "severity", "when", "advice"}, "a rule"));
     SectionRule sr;
@@ -205,16 +208,17 @@ Result<Section> parse_section_node(const YAML::Node& root, const std::string& fi
     ASSIGN_OR_RETURN(sr.severity, text(file, r, "severity", false));
     if (sr.severity.empty()) sr.severity = "warning";
     if (sr.severity != "info" && sr.severity != "warning")
-      return invalid(fmt::format("{}: severity \"{}\": use info or warning", at(file, r["severity"]),
-                                 sr.severity));
+      return InvalidArgument(fmt::format("{}: severity \"{}\": use info or warning",
+                                         at(file, r["severity"]), sr.severity));
     ASSIGN_OR_RETURN(std::string when, text(file, r, "when", true));
     ASSIGN_OR_RETURN(sr.when, parse_expr(r["when"], when, fmt::format("rule {}", sr.name)));
     ASSIGN_OR_RETURN(sr.advice, text(file, r, "advice", true));
     for (const auto& n : placeholder_names(sr.advice)) {
       if (defined.count(n) == 0)
-        return invalid(fmt::format("{}: rule {}: advice names {{{}}}, which section {} does not "
-                                   "define",
-                                   at(file, r["advice"]), sr.name, n, s.name));
+        return InvalidArgument(
+            fmt::format("{}: rule {}: advice names {{{}}}, which section {} does not "
+                        "define",
+                        at(file, r["advice"]), sr.name, n, s.name));
     }
     s.rules.push_back(std::move(sr));
   }
@@ -232,27 +236,29 @@ Result<Section> parse_section_node(const YAML::Node& root, const std::string& fi
     std::vector<std::string> used = s.chart.values;
     if (s.chart.kind == "bars") {
       if (used.empty())
-        return invalid(fmt::format("{}: a bars chart needs values", at(file, chart)));
+        return InvalidArgument(fmt::format("{}: a bars chart needs values", at(file, chart)));
     } else if (s.chart.kind == "roofline") {
       used = {s.chart.x, s.chart.y, s.chart.peak_compute, s.chart.peak_bandwidth};
       for (const auto& n : used) {
         if (n.empty())
-          return invalid(fmt::format("{}: a roofline chart needs x, y, peak_compute and "
-                                     "peak_bandwidth",
-                                     at(file, chart)));
+          return InvalidArgument(
+              fmt::format("{}: a roofline chart needs x, y, peak_compute and "
+                          "peak_bandwidth",
+                          at(file, chart)));
       }
     } else if (s.chart.kind != "hotspots") {
-      return invalid(fmt::format("{}: chart kind \"{}\": use bars, roofline or hotspots",
-                                 at(file, chart["kind"]), s.chart.kind));
+      return InvalidArgument(fmt::format("{}: chart kind \"{}\": use bars, roofline or hotspots",
+                                         at(file, chart["kind"]), s.chart.kind));
     }
     for (const auto& n : used) {
       if (defined.count(n) == 0)
-        return invalid(fmt::format("{}: the chart names \"{}\", which section {} does not define",
-                                   at(file, chart), n, s.name));
+        return InvalidArgument(
+            fmt::format("{}: the chart names \"{}\", which section {} does not define",
+                        at(file, chart), n, s.name));
     }
   }
   if (s.metrics.empty() && s.derived.empty())
-    return invalid(fmt::format("{}: section {} has no metrics", file, s.name));
+    return InvalidArgument(fmt::format("{}: section {} has no metrics", file, s.name));
   return s;
 }
 
@@ -261,7 +267,7 @@ Result<std::vector<MetricSet>> parse_sets(const YAML::Node& root, const std::str
   std::vector<MetricSet> out;
   const YAML::Node sets = root["sets"];
   if (!sets || !sets.IsSequence())
-    return invalid(fmt::format("{}: sets must be a list", at(file, root)));
+    return InvalidArgument(fmt::format("{}: sets must be a list", at(file, root)));
   for (const auto& s : sets) {
     RETURN_IF_ERROR(check_keys(file, s, {"name", "description", "sections"}, "a set"));
     MetricSet set;
@@ -269,7 +275,7 @@ Result<std::vector<MetricSet>> parse_sets(const YAML::Node& root, const std::str
     ASSIGN_OR_RETURN(set.name, text(file, s, "name", true));
     ASSIGN_OR_RETURN(set.description, text(file, s, "description", false));
     if (!s["sections"])
-      return invalid(fmt::format("{}: set {} has no sections list", at(file, s), set.name));
+      return InvalidArgument(fmt::format("{}: set {} has no sections list", at(file, s), set.name));
     ASSIGN_OR_RETURN(set.sections, names(file, s, "sections"));
     out.push_back(std::move(set));
   }
@@ -278,14 +284,14 @@ Result<std::vector<MetricSet>> parse_sets(const YAML::Node& root, const std::str
 
 Result<YAML::Node> load_yaml(const std::string& file) {
   std::ifstream in(file);
-  if (!in) return invalid(fmt::format("cannot read section file {}", file));
+  if (!in) return InvalidArgument(fmt::format("cannot read section file {}", file));
   std::stringstream buffer;
   buffer << in.rdbuf();
   try {
     return YAML::Load(buffer.str());
   } catch (const YAML::Exception& e) {
-    return invalid(fmt::format("{}:{}:{}: {}; fix the YAML syntax", file, e.mark.line + 1,
-                               e.mark.column + 1, e.msg));
+    return InvalidArgument(fmt::format("{}:{}:{}: {}; fix the YAML syntax", file, e.mark.line + 1,
+                                       e.mark.column + 1, e.msg));
   }
 }
 
@@ -338,8 +344,8 @@ Result<Section> Catalog::parse_section(std::string_view text_in, const std::stri
   try {
     return parse_section_node(YAML::Load(std::string(text_in)), file);
   } catch (const YAML::Exception& e) {
-    return invalid(fmt::format("{}:{}:{}: {}; fix the YAML syntax", file, e.mark.line + 1,
-                               e.mark.column + 1, e.msg));
+    return InvalidArgument(fmt::format("{}:{}:{}: {}; fix the YAML syntax", file, e.mark.line + 1,
+                                       e.mark.column + 1, e.msg));
   }
 }
 
@@ -351,9 +357,10 @@ Result<Catalog> Catalog::load(const std::vector<std::string>& folders) {
   for (const auto& folder : folders) {
     std::error_code ec;
     if (!fs::is_directory(folder, ec)) {
-      return invalid(fmt::format("section folder {} does not exist; give a folder of section "
-                                 "files (*.yaml)",
-                                 folder));
+      return InvalidArgument(
+          fmt::format("section folder {} does not exist; give a folder of section "
+                      "files (*.yaml)",
+                      folder));
     }
     std::vector<fs::path> files;
     for (const auto& entry : fs::directory_iterator(folder, ec)) {
@@ -375,7 +382,7 @@ Result<Catalog> Catalog::load(const std::vector<std::string>& folders) {
           sections[s.name] = std::move(s);
         }
       } catch (const YAML::Exception& e) {
-        return invalid(fmt::format("{}: {}", path.string(), e.what()));
+        return InvalidArgument(fmt::format("{}: {}", path.string(), e.what()));
       }
     }
   }
@@ -389,9 +396,9 @@ Result<Catalog> Catalog::load(const std::vector<std::string>& folders) {
         std::vector<std::string> known;
         for (const auto& sec : c.sections_) known.push_back(sec.name);
         auto close = suggest(s, known, 1);
-        return invalid(fmt::format("{}: set {} names section {}, which no section file defines{}",
-                                   set.file, set.name, s,
-                                   close.empty() ? "" : fmt::format(" (did you mean {}?)", close[0])));
+        return InvalidArgument(fmt::format(
+            "{}: set {} names section {}, which no section file defines{}", set.file, set.name, s,
+            close.empty() ? "" : fmt::format(" (did you mean {}?)", close[0])));
       }
     }
     c.sets_.push_back(std::move(set));
@@ -422,10 +429,9 @@ Result<std::vector<const Section*>> Catalog::resolve(const std::string& set_name
       std::vector<std::string> known;
       for (const auto& s : sets_) known.push_back(s.name);
       auto close = suggest(set_name, known, 1);
-      return invalid(fmt::format("unknown set \"{}\"{}; the sets are {} (kreplay --list-sets)",
-                                 set_name,
-                                 close.empty() ? "" : fmt::format(" (did you mean {}?)", close[0]),
-                                 join_or(known)));
+      return InvalidArgument(fmt::format(
+          "unknown set \"{}\"{}; the sets are {} (kreplay --list-sets)", set_name,
+          close.empty() ? "" : fmt::format(" (did you mean {}?)", close[0]), join_or(known)));
     }
     wanted.insert(set->sections.begin(), set->sections.end());
   }
@@ -437,7 +443,8 @@ Result<std::vector<const Section*>> Catalog::resolve(const std::string& set_name
       try {
         re = std::regex(spec.substr(6));
       } catch (const std::regex_error& e) {
-        return invalid(fmt::format("section \"{}\": bad regular expression ({})", spec, e.what()));
+        return InvalidArgument(
+            fmt::format("section \"{}\": bad regular expression ({})", spec, e.what()));
       }
       bool any = false;
       for (const auto& n : known) {
@@ -447,15 +454,16 @@ Result<std::vector<const Section*>> Catalog::resolve(const std::string& set_name
         }
       }
       if (!any)
-        return invalid(fmt::format("section \"{}\" matches no section; the sections are {} "
-                                   "(kreplay --list-sections)",
-                                   spec, join_or(known)));
+        return InvalidArgument(
+            fmt::format("section \"{}\" matches no section; the sections are {} "
+                        "(kreplay --list-sections)",
+                        spec, join_or(known)));
     } else {
       if (section(spec) == nullptr) {
         auto close = suggest(spec, known, 1);
-        return invalid(fmt::format("unknown section \"{}\"{}; kreplay --list-sections lists them",
-                                   spec,
-                                   close.empty() ? "" : fmt::format(" (did you mean {}?)", close[0])));
+        return InvalidArgument(
+            fmt::format("unknown section \"{}\"{}; kreplay --list-sections lists them", spec,
+                        close.empty() ? "" : fmt::format(" (did you mean {}?)", close[0])));
       }
       wanted.insert(spec);
     }

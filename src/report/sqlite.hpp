@@ -37,6 +37,7 @@ class SqlStmt {
   bool null(int i) const { return sqlite3_column_type(s_, i) == SQLITE_NULL; }
   int64_t i64(int i) const { return sqlite3_column_int64(s_, i); }
   uint64_t u64(int i) const { return static_cast<uint64_t>(sqlite3_column_int64(s_, i)); }
+  uint32_t u32(int i) const { return static_cast<uint32_t>(sqlite3_column_int64(s_, i)); }
   double real(int i) const { return sqlite3_column_double(s_, i); }
   std::optional<int64_t> opt_i64(int i) const {
     if (null(i)) return std::nullopt;
