@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/filter.hpp"
+#include "cli/option_words.hpp"
 #include "cli/output_path.hpp"
 #include "cli/text.hpp"
 #include "common/util.hpp"
@@ -311,28 +312,6 @@ Status from_cli11(const CLI::ParseError& e) {
     return InvalidArgument(fmt::format("{} needs a value; {}", name, kSeeHelp));
   }
   return InvalidArgument(fmt::format("{}; {}", what, kSeeHelp));
-}
-
-// The option @p word names ("--chip", "--chip=GH100", "-k"), or nullptr.
-const CLI::Option* option_of(const CLI::App& app, const std::string& word) {
-  if (word.size() < 2 || word[0] != '-') return nullptr;
-  const std::string name = word.substr(0, word.find('='));
-  for (const CLI::Option* opt : app.get_options()) {
-    for (const std::string& n : opt->get_lnames()) {
-      if (name == "--" + n) return opt;
-    }
-    for (const std::string& n : opt->get_snames()) {
-      if (name == "-" + n) return opt;
-    }
-  }
-  return nullptr;
-}
-
-// A word that is written as an option: "-x", "--name", not a negative number or "-".
-bool looks_like_option(const std::string& word) {
-  if (word.size() < 2 || word[0] != '-') return false;
-  const char c = word[1];
-  return !(std::isdigit(static_cast<unsigned char>(c)) || c == '.');
 }
 
 // An option that takes values never takes an option as its value: a list ends at the next word

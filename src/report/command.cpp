@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cli/option_words.hpp"
 #include "common/logging.hpp"
 #include "report/database.hpp"
 #include "report/render.hpp"
@@ -29,38 +30,19 @@ Status from_cli11(const CLI::ParseError& e, const char* command) {
   for (char& c : what) {
     if (c == '\n') c = ' ';
   }
-  if (what.find("The following arguments were not expected") != std::string::npos ||
-      what.find("were not expected") != std::string::npos) {
-    return InvalidArgument(fmt::format("{}; run kreplay {} --help for the options", what, command));
-  }
   return InvalidArgument(fmt::format("{}; run kreplay {} --help for the options", what, command));
 }
 
 // As the main command (cli/options.cpp): an option never takes another option as its value.
 Status check_option_values(const CLI::App& app, const std::vector<std::string>& words,
                            const char* command) {
-  auto option_of = [&app](const std::string& word) -> const CLI::Option* {
-    if (word.size() < 2 || word[0] != '-') return nullptr;
-    const std::string name = word.substr(0, word.find('='));
-    for (const CLI::Option* opt : app.get_options()) {
-      for (const std::string& n : opt->get_lnames()) {
-        if (name == "--" + n) return opt;
-      }
-      for (const std::string& n : opt->get_snames()) {
-        if (name == "-" + n) return opt;
-      }
-    }
-    return nullptr;
-  };
   for (size_t i = 0; i + 1 < words.size(); ++i) {
-    const CLI::Option* opt = option_of(words[i]);
+    const CLI::Option* opt = cli::option_of(app, words[i]);
     if (opt == nullptr || opt->get_expected_min() < 1 || opt->get_type_size_max() < 1 ||
         words[i].find('=') != std::string::npos)
       continue;
     const std::string& next = words[i + 1];
-    const bool option_like = next.size() > 1 && next[0] == '-' &&
-                             !(std::isdigit(static_cast<unsigned char>(next[1])) || next[1] == '.');
-    if (!option_like) continue;
+    if (!cli::looks_like_option(next)) continue;
     return InvalidArgument(fmt::format(
         "{} needs a value before {}, which is an option (a list ends at the "
         "next option); write {} {} ... (kreplay {} --help)",
