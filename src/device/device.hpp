@@ -151,6 +151,13 @@ struct GraphInfo {
   bool host_nodes = false;
   /// Why its nodes cannot be run one at a time ("conditional nodes", ...); "" when they can.
   std::string whole_only;
+
+  /// Why the graph launch, as one workload, is not replayed (unreplayable, else GRAPH_HOST_NODE
+  /// for host nodes), or NONE.
+  kreplay_decline_reason_t whole_decline() const {
+    if (unreplayable != KREPLAY_DECLINE_REASON_NONE) return unreplayable;
+    return host_nodes ? KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE : KREPLAY_DECLINE_REASON_NONE;
+  }
 };
 
 /// One step of a graph run node by node (Launch::decompose()), in an order the graph allows.

@@ -230,10 +230,8 @@ DispatchState* Engine::enter(device::Launch& launch) {
     KR_WARN_ONCE("captured", "launches into a stream under capture are not replayed");
     decline(*st, KREPLAY_DECLINE_REASON_STREAM_CAPTURE);
   } else if (const device::GraphInfo* g = launch.graph();
-             g != nullptr && (g->unreplayable != KREPLAY_DECLINE_REASON_NONE || g->host_nodes)) {
-    const auto why = g->unreplayable != KREPLAY_DECLINE_REASON_NONE
-                         ? g->unreplayable
-                         : KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE;
+             g != nullptr && g->whole_decline() != KREPLAY_DECLINE_REASON_NONE) {
+    const auto why = g->whole_decline();
     KR_WARN_ONCE(reason_text(why),
                  "{} is not replayed ({}): it would do that once per pass; it runs once, and "
                  "graphs like it are counted as declined",

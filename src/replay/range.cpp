@@ -155,9 +155,7 @@ void Engine::range_enter(DispatchState& st) {
     // A launch that reads mapped host memory may wait for the host: it is a range of its own whose
     // own run is not counted and is waited for only briefly.
     kreplay_decline_reason_t declined =
-        graph != nullptr ? graph->unreplayable : KREPLAY_DECLINE_REASON_NONE;
-    if (graph != nullptr && graph->host_nodes && declined == KREPLAY_DECLINE_REASON_NONE)
-      declined = KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE;
+        graph != nullptr ? graph->whole_decline() : KREPLAY_DECLINE_REASON_NONE;
     if (st.host_visible && is_host_waiting_kernel(st.info.kernel_id))
       declined = KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;  // it waited for the host before
     if (open_range(slot, st, declined) && st.host_visible) {

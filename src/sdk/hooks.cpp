@@ -243,18 +243,25 @@ void SdkHooks::after_complete(replay::DispatchState& st) {
   HookData* d = static_cast<HookData*>(st.hook_data);
   if (d == nullptr) return;
   const bool completed = st.timing.end_ns != 0;
+  // What a record callback is told of this dispatch's pass.
+  auto counting_data = [&](kreplay_status_t status, const char* message) {
+    kreplay_dispatch_counting_data_t data{};
+    data.size = sizeof(data);
+    data.dispatch_info = st.info;
+    data.correlation_id = st.correlation;
+    data.replay_pass = st.pass;
+    data.start_timestamp = st.timing.start_ns;
+    data.end_timestamp = st.timing.end_ns;
+    data.status = status;
+    data.status_message = message;
+    return data;
+  };
   // Counters lost: each tool that armed them gets a record callback with no records and the status.
   auto report_lost = [&](const Status& why) {
     for (const auto& armed : d->armed) {
-      kreplay_dispatch_counting_data_t data{};
-      data.size = sizeof(data);
-      data.dispatch_info = st.info;
-      data.correlation_id = st.correlation;
-      data.replay_pass = st.pass;
-      data.start_timestamp = st.timing.start_ns;
-      data.end_timestamp = st.timing.end_ns;
-      data.status = why.code() != KREPLAY_STATUS_SUCCESS ? why.code() : KREPLAY_STATUS_ERROR;
-      data.status_message = why.message().c_str();
+      kreplay_dispatch_counting_data_t data =
+          counting_data(why.code() != KREPLAY_STATUS_SUCCESS ? why.code() : KREPLAY_STATUS_ERROR,
+                        why.message().c_str());
       guarded("counter record", [&] {
         armed.ctx->counting.record_callback(&data, nullptr, 0, armed.user_data,
                                             armed.ctx->counting.record_args);
@@ -304,15 +311,7 @@ void SdkHooks::after_complete(replay::DispatchState& st) {
           r.value = v.value;
           d->records.push_back(r);
         }
-        kreplay_dispatch_counting_data_t data{};
-        data.size = sizeof(data);
-        data.dispatch_info = st.info;
-        data.correlation_id = st.correlation;
-        data.replay_pass = st.pass;
-        data.start_timestamp = st.timing.start_ns;
-        data.end_timestamp = st.timing.end_ns;
-        data.status = KREPLAY_STATUS_SUCCESS;
-        data.status_message = "";
+        kreplay_dispatch_counting_data_t data = counting_data(KREPLAY_STATUS_SUCCESS, "");
         guarded("counter record", [&] {
           armed.ctx->counting.record_callback(&data, d->records.data(), d->records.size(),
                                               armed.user_data, armed.ctx->counting.record_args);

@@ -13,6 +13,17 @@
 #include "common/logging.hpp"
 
 namespace kreplay::cuda {
+namespace {
+
+// After a collection's last pass: decode it and read every range's values.
+Result<std::vector<cupti::RangeValues>> decode_ranges(cupti::RangeProfiler& rp) {
+  auto dropped = rp.decode();
+  if (!dropped.ok()) return dropped.status();
+  if (*dropped > 0) KR_WARN_ONCE("ranges-dropped", "CUPTI dropped {} counter ranges", *dropped);
+  return rp.values();
+}
+
+}  // namespace
 
 CudaCounterBackend::~CudaCounterBackend() = default;
 
@@ -199,10 +210,7 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_p
   const cupti::PassResult pr = *stopped;
   if (!pr.all_passes_submitted) return out;  // more hardware passes to go: no values yet
   cl->counter_collection_done = true;
-  auto dropped = rp->decode();
-  if (!dropped.ok()) return failed(dropped.status());
-  if (*dropped > 0) KR_WARN_ONCE("ranges-dropped", "CUPTI dropped {} counter ranges", *dropped);
-  auto decoded = rp->values();
+  auto decoded = decode_ranges(*rp);
   if (!decoded.ok()) return failed(decoded.status());
   std::vector<cupti::RangeValues> ranges = std::move(decoded).value();
   auto& vals = out.emplace_back();
@@ -266,10 +274,7 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_r
   auto stopped = rp->stop();
   if (!stopped.ok()) return failed(stopped.status());
   if (!stopped->all_passes_submitted) return out;  // values come with the set's last pass
-  auto dropped = rp->decode();
-  if (!dropped.ok()) return failed(dropped.status());
-  if (*dropped > 0) KR_WARN_ONCE("ranges-dropped", "CUPTI dropped {} counter ranges", *dropped);
-  auto decoded = rp->values();
+  auto decoded = decode_ranges(*rp);
   if (!decoded.ok()) return failed(decoded.status());
   std::vector<cupti::RangeValues> ranges = std::move(decoded).value();
   // Auto range: one range per launch, in submission order.
