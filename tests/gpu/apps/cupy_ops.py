@@ -17,6 +17,8 @@ import shutil
 import sys
 import tempfile
 
+from kreplay_gpu_common import fnv1a64
+
 CACHE = tempfile.mkdtemp(prefix="kreplay_cupy_ops_")
 atexit.register(shutil.rmtree, CACHE, True)
 os.environ["CUPY_CACHE_DIR"] = CACHE
@@ -45,14 +47,6 @@ extern "C" __global__ void fma_inplace(float* x, const float* y, float a, int n,
   if (i < n) x[i] = fmaf(x[i], a, y[i]);
 }
 """
-
-
-def fnv1a64(chunks):
-    h = 0xCBF29CE484222325
-    for data in chunks:
-        for byte in data:
-            h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
 
 
 def main():

@@ -16,6 +16,8 @@ CPU, only to check the program's logic on a machine without a GPU."""
 import os
 import sys
 
+from kreplay_gpu_common import fnv1a64
+
 CPU = os.environ.get("KREPLAY_APP_CPU") == "1"
 os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
 _flags = os.environ.get("XLA_FLAGS", "").split()
@@ -67,14 +69,6 @@ def reference(params, x, y):  # the same steps in float64 NumPy, gradients by ha
         moms = [MOMENTUM * m + g for m, g in zip(moms, grads)]
         params = [p - LR * m for p, m in zip(params, moms)]
     return params, np.array(losses)
-
-
-def fnv1a64(chunks):
-    h = 0xCBF29CE484222325
-    for data in chunks:
-        for byte in data:
-            h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
 
 
 def main():

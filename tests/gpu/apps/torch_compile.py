@@ -21,8 +21,9 @@ import atexit
 import os
 import shutil
 import sys
-import sysconfig
 import tempfile
+
+from kreplay_gpu_common import fnv1a64, missing_build_tools
 
 GRAPHS = "--graphs" in sys.argv[1:]
 APP = "torch_compile_graphs" if GRAPHS else "torch_compile"
@@ -34,18 +35,6 @@ os.environ["TRITON_CACHE_DIR"] = os.path.join(CACHE, "triton")
 os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no compile worker processes
 os.environ["TORCHINDUCTOR_DETERMINISTIC"] = "1"
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
-
-
-def missing_build_tools():
-    """Why Triton could not build its launcher here (it compiles C against Python.h), or None."""
-    if not (os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")):
-        return "no C compiler (gcc, clang or $CC), which Triton needs to build its launcher"
-    scheme = sysconfig.get_default_scheme()  # as Triton does: Debian's posix_local -> posix_prefix
-    scheme = "posix_prefix" if scheme == "posix_local" else scheme
-    include = sysconfig.get_paths(scheme=scheme)["include"]
-    if not os.path.exists(os.path.join(include, "Python.h")):
-        return f"no {include}/Python.h, which Triton needs to build its launcher"
-    return None
 
 
 try:
@@ -72,14 +61,6 @@ class Net(torch.nn.Module):
 
     def forward(self, x, y):  # the loss, so that it is part of the compiled graph
         return torch.nn.functional.mse_loss(self.fc2(torch.tanh(self.fc1(x))), y)
-
-
-def fnv1a64(chunks):
-    h = 0xCBF29CE484222325
-    for data in chunks:
-        for byte in data:
-            h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
 
 
 def make_optimizer(net):

@@ -8,6 +8,8 @@ Checked against a CPU computation; prints `KREPLAY_RESULT torch_inplace <FNV-1a 
 final tensors' bytes. Exits 77 when there is no usable GPU (or no torch)."""
 import sys
 
+from kreplay_gpu_common import fnv1a64
+
 try:
     import torch
 except ImportError as e:
@@ -17,14 +19,6 @@ except ImportError as e:
 if not torch.cuda.is_available():
     print("SKIP: torch.cuda.is_available() is False", file=sys.stderr)
     sys.exit(77)
-
-
-def fnv1a64(chunks):
-    h = 0xCBF29CE484222325
-    for data in chunks:
-        for byte in data:
-            h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
 
 
 def main():

@@ -17,8 +17,9 @@ import atexit
 import os
 import shutil
 import sys
-import sysconfig
 import tempfile
+
+from kreplay_gpu_common import fnv1a64, missing_build_tools
 
 CPU = os.environ.get("KREPLAY_APP_CPU") == "1"
 CACHE = tempfile.mkdtemp(prefix="kreplay_triton_kernels_")
@@ -26,18 +27,6 @@ atexit.register(shutil.rmtree, CACHE, True)
 os.environ["TRITON_CACHE_DIR"] = CACHE
 if CPU:
     os.environ["TRITON_INTERPRET"] = "1"
-
-
-def missing_build_tools():
-    """Why Triton could not build its launcher here (it compiles C against Python.h), or None."""
-    if not (os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")):
-        return "no C compiler (gcc, clang or $CC), which Triton needs to build its launcher"
-    scheme = sysconfig.get_default_scheme()  # as Triton does: Debian's posix_local -> posix_prefix
-    scheme = "posix_prefix" if scheme == "posix_local" else scheme
-    include = sysconfig.get_paths(scheme=scheme)["include"]
-    if not os.path.exists(os.path.join(include, "Python.h")):
-        return f"no {include}/Python.h, which Triton needs to build its launcher"
-    return None
 
 
 try:
@@ -75,14 +64,6 @@ def histogram(keys_ptr, hist_ptr, total_ptr, n, NBINS: tl.constexpr, BLOCK: tl.c
     ones = tl.full((BLOCK,), 1, dtype=tl.int32)
     tl.atomic_add(hist_ptr + keys % NBINS, ones, mask=mask)
     tl.atomic_add(total_ptr, tl.sum(keys.to(tl.int64), axis=0))
-
-
-def fnv1a64(chunks):
-    h = 0xCBF29CE484222325
-    for data in chunks:
-        for byte in data:
-            h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
 
 
 def main():
