@@ -6,45 +6,18 @@
 #include <algorithm>
 
 #include "cli/plan.hpp"
+#include "cli/plan_test_util.hpp"
 
 namespace kreplay::cli {
 namespace {
 
-#define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
+using namespace plan_testing;
 
+// The repository's section files, whatever the environment says.
 CliOptions cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "kreplay");
-  const bool listing = std::find(args.begin(), args.end(), "--list-sets") != args.end() ||
-                       std::find(args.begin(), args.end(), "--list-sections") != args.end();
-  if (!listing && std::find(args.begin(), args.end(), "--") == args.end()) {
-    args.push_back("--");
-    args.push_back("./app");
-  }
-  auto r = parse_command_line(args);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  CliOptions o = r.ok() ? std::move(r).value() : CliOptions{};
+  CliOptions o = parse_cli(std::move(args));
   o.sections_folder = KREPLAY_SECTIONS_DIR;
   return o;
-}
-
-RunPlan plan_ok(const CliOptions& o, const InputFile* f = nullptr) {
-  auto r = make_run_plan(o, f);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return r.ok() ? std::move(r).value() : RunPlan{};
-}
-
-std::string plan_error(const CliOptions& o, const InputFile* f = nullptr) {
-  auto r = make_run_plan(o, f);
-  EXPECT_FALSE(r.ok()) << "planned";
-  if (r.ok()) return "";
-  EXPECT_EQ(r.status().message().find('\n'), std::string::npos) << r.status().message();
-  return r.status().message();
-}
-
-InputFile yaml(std::string_view text) {
-  auto r = parse_input_text(text, InputFormat::kYaml, "jobs.yaml");
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return r.ok() ? std::move(r).value() : InputFile{};
 }
 
 bool has(const std::vector<std::string>& v, const std::string& x) {

@@ -3,6 +3,7 @@
 // rocprofv3 bugs "found, not fixed" in the job_replay_mode PR (jobs without pmc were dropped; a
 // boolean left at its default counted as set), rotation, and plan-time validation.
 #include "cli/plan.hpp"
+#include "cli/plan_test_util.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,46 +14,11 @@
 namespace kreplay::cli {
 namespace {
 
-#define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
-
+using namespace plan_testing;
 using Groups = std::vector<std::vector<std::string>>;
 
 CliOptions cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "kreplay");
-  if (std::find(args.begin(), args.end(), "--") == args.end()) {
-    args.push_back("--");
-    args.push_back("./app");
-  }
-  auto r = parse_command_line(args);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return r.ok() ? std::move(r).value() : CliOptions{};
-}
-
-RunPlan plan_ok(const CliOptions& o, const InputFile* f = nullptr) {
-  auto r = make_run_plan(o, f);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return r.ok() ? std::move(r).value() : RunPlan{};
-}
-
-std::string plan_error(const CliOptions& o, const InputFile* f = nullptr) {
-  auto r = make_run_plan(o, f);
-  EXPECT_FALSE(r.ok()) << "planned";
-  if (r.ok()) return "";
-  EXPECT_EQ(r.status().code(), KREPLAY_STATUS_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(r.status().message().find('\n'), std::string::npos) << r.status().message();
-  return r.status().message();
-}
-
-InputFile json(std::string_view text) {
-  auto r = parse_input_text(text, InputFormat::kJson, "jobs.json");
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return r.ok() ? std::move(r).value() : InputFile{};
-}
-
-InputFile yaml(std::string_view text) {
-  auto r = parse_input_text(text, InputFormat::kYaml, "jobs.yaml");
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return r.ok() ? std::move(r).value() : InputFile{};
+  return parse_cli(std::move(args));
 }
 
 std::vector<PassSpec> counters(int n) {
