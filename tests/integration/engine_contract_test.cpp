@@ -44,6 +44,28 @@ class Contract : public ::testing::Test {
     return x;
   }
   void sync() { ASSERT_TRUE(hostrt::device_synchronize().ok()); }
+  // At 3 passes, @p kernel (which does what `update` does) is declined for @p reason and runs
+  // exactly once; the next ordinary launch is replayed again.
+  void expect_declined_once_then_replayed(hostrt::Kernel kernel, kreplay_decline_reason_t reason,
+                                          const char* reason_name) {
+    tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+    float* x = make_buffer(64);
+    ASSERT_TRUE(hostrt::launch_args(kernel, {1}, {64}, hostrt::default_stream(), x, 64u).ok());
+    sync();
+    const auto* exit = tool().config_exit(tool().last_dispatch_id());
+    ASSERT_NE(exit, nullptr);
+    EXPECT_EQ(exit->outcome.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+    EXPECT_EQ(exit->outcome.reason, reason);
+    EXPECT_STREQ(kreplay_get_decline_reason_name(reason), reason_name);
+    EXPECT_EQ(x[0], updated(0.25f, 1));  // ran exactly once
+    EXPECT_EQ(*module().launch_counter, 1u);
+    ASSERT_TRUE(launch_update(x, 64).ok());
+    sync();
+    EXPECT_EQ(tool().config_exit(tool().last_dispatch_id())->outcome.outcome,
+              KREPLAY_REPLAY_OUTCOME_REPLAYED);
+    EXPECT_EQ(x[0], updated(0.25f, 2));
+    EXPECT_EQ(*module().launch_counter, 2u);
+  }
   std::vector<Event> passes(uint64_t id, kreplay_callback_phase_t phase) {
     std::vector<Event> out;
     for (const auto& e : tool().for_dispatch(id)) {
@@ -594,23 +616,8 @@ TEST_F(Contract, DeclineReentrantLaunchFromAToolCallback) {
 // or free its objects again on a second pass, and the heap cannot be restored: it is declined with
 // its own reason and runs once; kernels of other modules are still replayed.
 TEST_F(Contract, DeclineDeviceHeapKernel) {
-  tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
-  float* x = make_buffer(64);
-  ASSERT_TRUE(
-      hostrt::launch_args(module().heap_update, {1}, {64}, hostrt::default_stream(), x, 64u).ok());
-  sync();
-  const auto* exit = tool().config_exit(tool().last_dispatch_id());
-  ASSERT_NE(exit, nullptr);
-  EXPECT_EQ(exit->outcome.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
-  EXPECT_EQ(exit->outcome.reason, KREPLAY_DECLINE_REASON_DEVICE_HEAP);
-  EXPECT_STREQ(kreplay_get_decline_reason_name(KREPLAY_DECLINE_REASON_DEVICE_HEAP), "device_heap");
-  EXPECT_EQ(x[0], updated(0.25f, 1));  // ran exactly once
-  EXPECT_EQ(*module().launch_counter, 1u);
-  ASSERT_TRUE(launch_update(x, 64).ok());
-  sync();
-  EXPECT_EQ(tool().config_exit(tool().last_dispatch_id())->outcome.outcome,
-            KREPLAY_REPLAY_OUTCOME_REPLAYED);
-  EXPECT_EQ(x[0], updated(0.25f, 2));
+  expect_declined_once_then_replayed(module().heap_update, KREPLAY_DECLINE_REASON_DEVICE_HEAP,
+                                     "device_heap");
 }
 
 // A launch whose arguments point into mapped host memory may wait for the host, which cannot act
@@ -710,24 +717,8 @@ TEST_F(Contract, ALostCounterPassIsReportedAndTheRunGoesOn) {
 // A collective communication kernel (NCCL) waits for its peers; replayed alone it would wait for
 // ever. It is declined and runs once; the next ordinary launch is replayed again.
 TEST_F(Contract, DeclineCollectiveKernel) {
-  tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
-  float* x = make_buffer(64);
-  ASSERT_TRUE(
-      hostrt::launch_args(module().collective, {1}, {64}, hostrt::default_stream(), x, 64u).ok());
-  sync();
-  const auto* exit = tool().config_exit(tool().last_dispatch_id());
-  ASSERT_NE(exit, nullptr);
-  EXPECT_EQ(exit->outcome.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
-  EXPECT_EQ(exit->outcome.reason, KREPLAY_DECLINE_REASON_COLLECTIVE);
-  EXPECT_STREQ(kreplay_get_decline_reason_name(KREPLAY_DECLINE_REASON_COLLECTIVE), "collective");
-  EXPECT_EQ(x[0], updated(0.25f, 1));  // ran exactly once
-  EXPECT_EQ(*module().launch_counter, 1u);
-  ASSERT_TRUE(launch_update(x, 64).ok());
-  sync();
-  EXPECT_EQ(tool().config_exit(tool().last_dispatch_id())->outcome.outcome,
-            KREPLAY_REPLAY_OUTCOME_REPLAYED);
-  EXPECT_EQ(x[0], updated(0.25f, 2));
-  EXPECT_EQ(*module().launch_counter, 2u);
+  expect_declined_once_then_replayed(module().collective, KREPLAY_DECLINE_REASON_COLLECTIVE,
+                                     "collective");
   EXPECT_TRUE(replay::is_collective_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
   EXPECT_TRUE(replay::is_collective_kernel("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"));
   EXPECT_TRUE(replay::is_collective_kernel("ncclKernel_AllGather_RING_LL_Sum_int8_t"));
