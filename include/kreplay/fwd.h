@@ -54,6 +54,8 @@ typedef enum kreplay_status_t {
   KREPLAY_STATUS_ERROR_NOT_INITIALIZED,        ///< the SDK is not initialized yet
   KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,       ///< memory or another resource ran out
   KREPLAY_STATUS_ERROR_INTERNAL,               ///< a bug in kreplay; an exception was caught
+  KREPLAY_STATUS_ERROR_DEVICE_FAULT,           ///< the work failed on the device (a memory fault,
+                                               ///< a device-side assert): nothing more runs there
   KREPLAY_STATUS_LAST,
 } kreplay_status_t;
 
@@ -129,7 +131,8 @@ typedef enum kreplay_decline_reason_t {
   KREPLAY_DECLINE_REASON_GRAPH_LAUNCH,        ///< kernels launched as part of a graph
   KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY,    ///< memory the launch may write is not tracked
   KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED,     ///< a copy into snapshot storage failed
-  KREPLAY_DECLINE_REASON_LAUNCH_FAILED,       ///< the launch itself failed; no further passes
+  KREPLAY_DECLINE_REASON_LAUNCH_FAILED,       ///< the launch failed, or its kernel failed on the
+                                              ///< device (a fault, an assert); no further passes
   KREPLAY_DECLINE_REASON_PASS_TIMEOUT,        ///< a pass did not complete in time
   KREPLAY_DECLINE_REASON_NOTHING_SELECTED,    ///< range: no launch of the range was selected
   KREPLAY_DECLINE_REASON_COLLECTIVE,          ///< a collective communication kernel (NCCL/RCCL):
@@ -140,9 +143,10 @@ typedef enum kreplay_decline_reason_t {
   KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE,     ///< a graph with a host-function node: its host
                                               ///< code would run once per pass
   KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH, ///< a graph made for launches from the device
-  KREPLAY_DECLINE_REASON_GRAPH_MEMORY,        ///< a graph whose memory nodes leave an allocation
-                                              ///< behind or free one it did not make: running it
-                                              ///< again would fail or free twice
+  KREPLAY_DECLINE_REASON_GRAPH_MEMORY,        ///< a graph with memory nodes, as a whole (a
+                                              ///< second launch would fail or free twice), or,
+                                              ///< node by node, one that frees memory it did
+                                              ///< not allocate
   KREPLAY_DECLINE_REASON_WAITS_FOR_HOST,      ///< the kernel reads mapped host memory and did not
                                               ///< finish while its thread was held: it may be
                                               ///< waiting for the host (or earlier work is)

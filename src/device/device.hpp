@@ -143,8 +143,14 @@ struct LaunchInfo {
 struct GraphInfo {
   uint64_t graph_id = 0;      ///< the executable graph, the same over its launches (> 0)
   uint64_t kernel_nodes = 0;  ///< kernel nodes, those of child graphs included
-  /// Why the graph cannot be run again (GRAPH_DEVICE_LAUNCH, GRAPH_MEMORY), or NONE when it can.
+  /// Why the graph cannot be launched again as a whole (GRAPH_DEVICE_LAUNCH; GRAPH_MEMORY for
+  /// memory nodes), or NONE when it can.
   kreplay_decline_reason_t unreplayable = KREPLAY_DECLINE_REASON_NONE;
+  /// Why its nodes cannot be run again one at a time (GRAPH_DEVICE_LAUNCH; GRAPH_MEMORY for a
+  /// free node of memory the graph did not allocate, which may be gone once the launch freed
+  /// it), or NONE when they can. Memory nodes that allocate are no obstacle: an allocation is
+  /// tracked from its node on (a GraphStep) and retires at its free node.
+  kreplay_decline_reason_t nodes_unreplayable = KREPLAY_DECLINE_REASON_NONE;
   /// The graph has host-function nodes: launching it again would run their host code again, so
   /// it cannot be replayed as a whole (GRAPH_HOST_NODE); run node by node, the host nodes are
   /// left out (they ran once, in the application's own launch).
@@ -165,7 +171,10 @@ struct GraphStep {
   /// A kernel node, as a launch kreplay submits itself (Launch::submit() is its pass 0); its
   /// info() carries the node's kernel, configuration, graph_id and graph_node.
   std::unique_ptr<class Launch> kernel;
-  /// Any other node that does work (a copy, a memset): submit it, stream-ordered.
+  /// Any other node that does work (a copy, a memset): submit it, stream-ordered. For a memory
+  /// node, what it does to the memory kreplay tracks: an allocation of the graph's appears (from
+  /// then on it is saved and restored for the kernel nodes that follow, like any memory) or, at
+  /// its free node, retires.
   std::function<Status()> other;
 };
 

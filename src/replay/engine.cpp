@@ -59,7 +59,7 @@ const char* reason_text(kreplay_decline_reason_t r) {
     case KREPLAY_DECLINE_REASON_GRAPH_HOST_NODE: return "graph with a host-function node";
     case KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH: return "graph made for device launches";
     case KREPLAY_DECLINE_REASON_GRAPH_MEMORY:
-      return "graph whose memory nodes leave an allocation behind or free one it did not make";
+      return "graph with memory nodes (as a whole), or one that frees memory it did not allocate";
     case KREPLAY_DECLINE_REASON_WAITS_FOR_HOST: return "the kernel may wait for the host";
     default: return "unknown";
   }
@@ -433,9 +433,18 @@ void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
   while (true) {
     Status w = st.work->wait(opt.drain_timeout_ms, &st.timing);
     if (!w.ok()) {
-      KR_WARN("dispatch {} ({}) pass {}: {}; ending its replay", st.info.dispatch_id,
-              st.info.kernel_name, st.pass, w.message());
-      out.reason = KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
+      if (w.code() == KREPLAY_STATUS_ERROR_DEVICE_FAULT) {
+        // The kernel failed on the device (a device-side assert, a fault): the context runs
+        // nothing more, so the loop ends here; the application sees the error as it would
+        // without kreplay.
+        KR_WARN("dispatch {} ({}) failed on the device in pass {}: {}; it is not replayed further",
+                st.info.dispatch_id, st.info.kernel_name, st.pass, w.message());
+        out.reason = KREPLAY_DECLINE_REASON_LAUNCH_FAILED;
+      } else {
+        KR_WARN("dispatch {} ({}) pass {}: {}; ending its replay", st.info.dispatch_id,
+                st.info.kernel_name, st.pass, w.message());
+        out.reason = KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
+      }
       st.timing = {};
       hooks_.after_complete(st);
       hooks_.pass_exit(st);

@@ -11,9 +11,13 @@
 // execution of the graph. The call returns once every node completed.
 //
 // Host-function nodes are left out of the second run: their host code ran once, in the
-// application's own launch, with the same data. Graphs whose nodes cannot run one at a time
-// (GraphInfo::whole_only: conditional nodes, ...) and graphs that cannot be run again
-// (GraphInfo::unreplayable) take the ordinary path as one dispatch for the whole graph launch.
+// application's own launch, with the same data. Memory nodes become steps that change what is
+// tracked: an allocation of the graph's is memory like any other from its alloc node on (the
+// kernel nodes after it save and restore it) and retires at its free node; an allocation that
+// outlives the launch was tracked before the nodes run, as it stays after them. Graphs whose nodes
+// cannot run one at a time (GraphInfo::whole_only: conditional nodes, ...) and graphs whose nodes
+// cannot be run again (GraphInfo::nodes_unreplayable) take the ordinary path as one dispatch for
+// the whole graph launch.
 #include "common/logging.hpp"
 #include "common/util.hpp"
 #include "replay/engine.hpp"
@@ -23,7 +27,7 @@ namespace kreplay::replay {
 bool Engine::begin_graph_nodes(DispatchState& st) {
   const device::GraphInfo* g = st.launch->graph();
   if (g == nullptr || !options().graph_nodes || !g->whole_only.empty() ||
-      g->unreplayable != KREPLAY_DECLINE_REASON_NONE || st.slot == nullptr || st.reentrant) {
+      g->nodes_unreplayable != KREPLAY_DECLINE_REASON_NONE || st.slot == nullptr || st.reentrant) {
     return false;
   }
   const bool ranges = hooks_.range_configured();
@@ -82,6 +86,14 @@ void Engine::run_graph_nodes(DispatchState& st, bool submitted) {
   if (!restored.ok()) {
     // The state may be partly restored: run the graph again so the application sees one
     // execution's result.
+    const device::GraphInfo* g = st.launch->graph();
+    if (g->unreplayable != KREPLAY_DECLINE_REASON_NONE) {
+      KR_ERROR(
+          "{}: restoring its entry state failed: {}; its memory may not hold what one "
+          "execution would leave (the graph cannot be launched again)",
+          st.info.kernel_name, restored.status().message());
+      return;
+    }
     KR_ERROR("{}: restoring its entry state failed: {}; running it again", st.info.kernel_name,
              restored.status().message());
     if (st.launch->relaunch().ok()) (void)st.launch->wait(opt.drain_timeout_ms, nullptr);
@@ -95,11 +107,11 @@ void Engine::run_graph_nodes(DispatchState& st, bool submitted) {
       if (!s.ok()) KR_WARN("{}: a kernel node did not launch: {}", st.info.kernel_name, s.message());
       exit(node, s.ok());
     } else if (step.other) {
-      // A copy or memset between kernel nodes: a range of the nodes before it closes first, so
-      // that its passes do not run without it.
+      // A copy, memset or memory node between kernel nodes: a range of the nodes before it
+      // closes first, so that its passes do not run without it (or without the memory).
       if (ranges) range_barrier(slot.agent, KREPLAY_RANGE_CLOSE_MEMORY);
       if (Status s = step.other(); !s.ok()) {
-        KR_WARN("{}: a copy or memset node failed: {}", st.info.kernel_name, s.message());
+        KR_WARN("{}: a copy, memset or memory node failed: {}", st.info.kernel_name, s.message());
       }
     }
   }

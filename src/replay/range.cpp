@@ -387,6 +387,7 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
   }
 
   // Finish a pass whose launches were all submitted: wait, counters, services' EXIT, PASS EXIT.
+  bool faulted = false;  // a launch failed on the device: nothing more runs there
   auto complete_pass = [&]() -> bool {
     bool ok = true;
     r.pass_timing = {};
@@ -407,6 +408,12 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
           r.declined = KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;
           hold_host_waiter(slot, ls.info, std::move(rl->recorded), opt.host_wait_ms);
           ls.launch = nullptr;
+        } else if (w.code() == KREPLAY_STATUS_ERROR_DEVICE_FAULT) {
+          faulted = true;
+          KR_WARN(
+              "range {} pass {}: {} failed on the device: {}; the range is not replayed "
+              "further (the application sees the error as it would without kreplay)",
+              r.info.range_id, r.pass, ls.info.kernel_name, w.message());
         } else {
           KR_WARN("range {} pass {}: {}", r.info.range_id, r.pass, w.message());
         }
@@ -447,7 +454,10 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
   };
 
   bool ok = complete_pass();
-  if (!ok) out.reason = KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
+  if (!ok) {
+    out.reason =
+        faulted ? KREPLAY_DECLINE_REASON_LAUNCH_FAILED : KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
+  }
   if (r.declined != KREPLAY_DECLINE_REASON_NONE) {
     ok = false;
     out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
@@ -509,7 +519,8 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
       break;
     }
     if (!ok) {
-      out.reason = KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
+      out.reason =
+          faulted ? KREPLAY_DECLINE_REASON_LAUNCH_FAILED : KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
       break;
     }
   }

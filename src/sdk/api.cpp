@@ -71,12 +71,12 @@ constexpr StatusInfo kStatus[] = {
     {"KREPLAY_STATUS_ERROR_COUNTER_NOT_FOUND", "a counter is unknown on the agent"},
     {"KREPLAY_STATUS_ERROR_EXCEEDS_HW_LIMIT", "the counter group does not fit the hardware"},
     {"KREPLAY_STATUS_ERROR_CONFIG_NOT_FOUND", "the counter config id names no config"},
-    {"KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI",
-     "a struct's size is smaller than its first version"},
+    {"KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI", "a struct's size is smaller than its first version"},
     {"KREPLAY_STATUS_ERROR_NOT_AVAILABLE", "not available on this agent or backend"},
     {"KREPLAY_STATUS_ERROR_NOT_INITIALIZED", "the SDK is not initialized yet"},
     {"KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES", "memory or another resource ran out"},
     {"KREPLAY_STATUS_ERROR_INTERNAL", "internal error in kreplay"},
+    {"KREPLAY_STATUS_ERROR_DEVICE_FAULT", "the work failed on the device (a fault or an assert)"},
 };
 static_assert(sizeof(kStatus) / sizeof(kStatus[0]) == KREPLAY_STATUS_LAST,
               "every status code needs a name and a description");

@@ -5,7 +5,7 @@
 # A variant passes when the application exits 0, prints the baseline's digest, and the tool
 # reports errors=0, replayed>0 and passes = replayed x (passes per dispatch); declined must be 0,
 # except in surface_array (> 0, every one UNTRACKED_MEMORY) and in graph_memnodes, where it must
-# be > 0 and every decline be GRAPH_MEMORY (its two graphs whose allocation outlives a launch),
+# be > 0 and every decline be GRAPH_MEMORY (its graph that frees an allocation another graph made),
 # and except the reasons MAY_DECLINE (below) lists for an application: launches declined for
 # those run once and are accepted (replayed > 0 stays mandatory); any other reason fails the
 # variant. Every other application's launches, graph launches included, are replayable by design.
@@ -264,9 +264,9 @@ for app in "${selected[@]}"; do
           [[ -n $declined && $declined -eq $untracked ]] || why+=("declined for other reasons: $DECLINES")
         fi
       elif [[ $app == graph_memnodes ]]; then
-        # The graphs whose allocation outlives a launch run once, declined (in range mode: their
-        # ranges of one launch).
-        [[ -n $declined && $declined -gt 0 ]] || why+=("graphs with outliving allocations not declined")
+        # The graph that frees memory another graph allocated runs once, declined (in range
+        # mode: its ranges of one launch); its other graphs are replayed node by node.
+        [[ -n $declined && $declined -gt 0 ]] || why+=("the graph that frees another's allocation not declined")
         if [[ $MODE != range ]]; then
           memory=$(field GRAPH_MEMORY "$DECLINES" 0)
           [[ -n $declined && $declined -eq $memory ]] || why+=("declined for other reasons: $DECLINES")

@@ -756,6 +756,28 @@ TEST_F(Contract, DeclineLaunchFailed) {
   EXPECT_EQ(x[0], 0.25f);
 }
 
+// A kernel that fails on the device (an assert) ends its loop in the pass that failed: PASS EXIT
+// still fires, the outcome says LAUNCH_FAILED with no completed pass, and nothing runs again (on
+// CUDA the context could run nothing more). Not a pass timeout: no time limit was reached.
+TEST_F(Contract, DeviceFaultEndsTheLoopAsLaunchFailed) {
+  tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+  float* x = make_buffer(64);
+  x[3] = -1.0f;
+  uint32_t n = 64;
+  ASSERT_TRUE(
+      hostrt::launch_args(module().checked, {1}, {64}, hostrt::default_stream(), x, n).ok());
+  sync();
+  uint64_t id = tool().last_dispatch_id();
+  const auto& o = tool().config_exit(id)->outcome;
+  EXPECT_EQ(o.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(o.reason, KREPLAY_DECLINE_REASON_LAUNCH_FAILED);
+  EXPECT_EQ(o.passes_executed, 0u);
+  EXPECT_EQ(passes(id, KREPLAY_CALLBACK_PHASE_ENTER).size(), 1u);
+  EXPECT_EQ(passes(id, KREPLAY_CALLBACK_PHASE_EXIT).size(), 1u);
+  EXPECT_EQ(x[0], updated(0.25f, 1));  // what the one execution left, not restored
+  EXPECT_EQ(x[3], -1.0f);
+}
+
 TEST_F(Contract, PassTimeoutEndsTheLoop) {
   auto opt = opts_;
   opt.drain_timeout_ms = 200;

@@ -1,7 +1,8 @@
 // Graph launches under KERNEL_REPLAY (DESIGN.md §2c, docs/sdk.md "Graph launches"), pinned on the
 // host device: node profiling (every kernel node a dispatch of its own, replayed with memory
 // restored), whole-graph profiling, graphs that are profiled as a whole (conditional nodes),
-// graphs that cannot be replayed (host-function nodes), copy nodes between kernel nodes,
+// graphs that cannot be replayed (host-function nodes), copy nodes between kernel nodes, memory
+// nodes (allocations tracked while they live),
 // counters per node and per graph, and captured launches that are not dispatches.
 #include <gtest/gtest.h>
 
@@ -254,6 +255,87 @@ TEST_F(Graphs, WholeGraphsSaveEverythingUnderArgsScope) {
   auto exits = config_exits();
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_GT(exits[0].outcome.bytes_snapshotted, 0u);
+}
+
+// Memory nodes, node by node: an allocation the graph makes and frees is tracked between its two
+// nodes, so a kernel node that updates it in place is restored between its passes (untracked, its
+// three passes would leave three updates), and it is not tracked once the launch is over.
+TEST_F(Graphs, AllocationsInsideAGraphAreTrackedWhileTheyLive) {
+  graph_nodes(true);
+  tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+  float* x = buffer(64, 0.25f);
+  auto g = *hostrt::graph_create();
+  auto tmp = hostrt::graph_add_mem_alloc(g, 64 * sizeof(float));
+  ASSERT_TRUE(tmp.ok());
+  auto* t = static_cast<float*>(*tmp);
+  uint32_t n = 64;
+  void* args[] = {&t, &n};
+  ASSERT_TRUE(hostrt::graph_add_memcpy(g, t, x, 64 * sizeof(float)).ok());
+  ASSERT_TRUE(hostrt::graph_add_kernel(g, module().update, {1}, {64}, args).ok());
+  ASSERT_TRUE(hostrt::graph_add_memcpy(g, x, t, 64 * sizeof(float)).ok());
+  ASSERT_TRUE(hostrt::graph_add_mem_free(g, t).ok());
+  for (int launch = 1; launch <= 2; ++launch) {
+    ASSERT_TRUE(hostrt::graph_launch(g, stream_).ok());
+    sync();
+    EXPECT_EQ(x[0], updated(0.25f, launch));
+    replay::Region r;
+    EXPECT_FALSE(sdk::Runtime::get().inventory().find(hostrt::testing::agent_of(),
+                                                      reinterpret_cast<uint64_t>(t), &r));
+  }
+  auto exits = config_exits();
+  ASSERT_EQ(exits.size(), 2u);
+  for (const auto& e : exits) {
+    EXPECT_EQ(e.outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+    EXPECT_EQ(e.outcome.passes_executed, 3u);
+    EXPECT_EQ(e.graph_node, 2u);  // alloc, copy, kernel
+  }
+}
+
+// An allocation that outlives its graph's launch is tracked from the launch on: the graph's own
+// kernel node and a plain launch after it update it in place and are replayed correctly. The graph
+// that frees it (memory it did not allocate) cannot be run again, as a whole or node by node: it
+// is declined GRAPH_MEMORY and runs once, and the allocation retires with it. As a whole, the
+// allocating graph is declined too (a second launch would find its allocation alive).
+TEST_F(Graphs, AllocationsThatOutliveTheLaunchAreTrackedUntilFreed) {
+  for (bool nodes : {true, false}) {
+    graph_nodes(nodes);
+    tool().reset();
+    tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+    float* x = buffer(64, 0.25f);
+    auto ga = *hostrt::graph_create();
+    auto buf = hostrt::graph_add_mem_alloc(ga, 64 * sizeof(float));
+    ASSERT_TRUE(buf.ok());
+    auto* b = static_cast<float*>(*buf);
+    uint32_t n = 64;
+    void* args[] = {&b, &n};
+    ASSERT_TRUE(hostrt::graph_add_memcpy(ga, b, x, 64 * sizeof(float)).ok());
+    ASSERT_TRUE(hostrt::graph_add_kernel(ga, module().update, {1}, {64}, args).ok());
+    auto gf = *hostrt::graph_create();
+    ASSERT_TRUE(hostrt::graph_add_memcpy(gf, x, b, 64 * sizeof(float)).ok());
+    ASSERT_TRUE(hostrt::graph_add_mem_free(gf, b).ok());
+    ASSERT_TRUE(hostrt::graph_launch(ga, stream_).ok());
+    sync();
+    replay::Region r;
+    const uint64_t agent = hostrt::testing::agent_of();
+    EXPECT_TRUE(sdk::Runtime::get().inventory().find(agent, reinterpret_cast<uint64_t>(b), &r));
+    ASSERT_TRUE(launch_update(b, 64, stream_).ok());
+    ASSERT_TRUE(hostrt::graph_launch(gf, stream_).ok());
+    sync();
+    EXPECT_EQ(x[0], updated(0.25f, 2)) << (nodes ? "node" : "graph") << " profiling";
+    EXPECT_FALSE(sdk::Runtime::get().inventory().find(agent, reinterpret_cast<uint64_t>(b), &r));
+    auto exits = config_exits();
+    ASSERT_EQ(exits.size(), 3u);
+    EXPECT_EQ(exits[0].outcome.outcome,
+              nodes ? KREPLAY_REPLAY_OUTCOME_REPLAYED : KREPLAY_REPLAY_OUTCOME_DECLINED);
+    if (!nodes) {
+      EXPECT_EQ(exits[0].outcome.reason, KREPLAY_DECLINE_REASON_GRAPH_MEMORY);
+    }
+    EXPECT_EQ(exits[1].outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);  // the plain launch
+    EXPECT_EQ(exits[1].outcome.passes_executed, 3u);
+    EXPECT_EQ(exits[2].outcome.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+    EXPECT_EQ(exits[2].outcome.reason, KREPLAY_DECLINE_REASON_GRAPH_MEMORY);
+    EXPECT_TRUE(exits[2].flags & KREPLAY_DISPATCH_FLAG_GRAPH_WHOLE);
+  }
 }
 
 }  // namespace

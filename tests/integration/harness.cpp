@@ -206,6 +206,20 @@ void k_update(hostrt::ThreadContext& t) {
   if (i == 0) t.atomic_add(g_launch_counter, 1u);
 }
 
+// `update` with a device-side assert: a thread whose element is negative traps.
+void k_checked(hostrt::ThreadContext& t) {
+  auto* x = t.arg<float*>(0);
+  auto n = t.arg<uint32_t>(1);
+  uint64_t i = t.global_thread_id();
+  if (i >= n) return;
+  float v = t.load(&x[i]);
+  if (v < 0.0f) {
+    t.trap();
+    return;
+  }
+  t.store(&x[i], v * 2.0f + 1.0f);
+}
+
 void k_touch(hostrt::ThreadContext& t) {
   auto* x = t.arg<float*>(0);
   auto k = t.arg<uint32_t>(1);
@@ -311,7 +325,8 @@ TestModule& module() {
                  {"_Z4spinPj", k_spin, {8}},
                  {"_Z11spin_secondPj", k_spin_second, {8}},
                  {"_Z9histogramPjS_j", k_histogram, {8, 8, 4}},
-                 {"_Z36ncclDevKernel_AllReduce_Sum_f32_RINGPfj", k_update, {8, 4}}};
+                 {"_Z36ncclDevKernel_AllReduce_Sum_f32_RINGPfj", k_update, {8, 4}},
+                 {"_Z7checkedPfj", k_checked, {8, 4}}};
     d.globals = {{"launch_counter", 4, {}}, {"exec_counter", 4, {}}};
     auto mod = hostrt::load_module(d);
     EXPECT_TRUE(mod.ok());
@@ -322,6 +337,7 @@ TestModule& module() {
     t.spin_second = *hostrt::get_kernel(t.module, "_Z11spin_secondPj");
     t.histogram = *hostrt::get_kernel(t.module, "_Z9histogramPjS_j");
     t.collective = *hostrt::get_kernel(t.module, "_Z36ncclDevKernel_AllReduce_Sum_f32_RINGPfj");
+    t.checked = *hostrt::get_kernel(t.module, "_Z7checkedPfj");
     t.launch_counter = static_cast<uint32_t*>(*hostrt::get_global(t.module, "launch_counter"));
     t.exec_counter = static_cast<uint32_t*>(*hostrt::get_global(t.module, "exec_counter"));
     hostrt::ModuleDesc heap;

@@ -96,6 +96,7 @@ struct TestModule {
   hostrt::Kernel histogram = 0;  // atomic histogram of data[i] % 16 into bins
   hostrt::Kernel collective = 0; // named like an NCCL kernel; does what `update` does
   hostrt::Kernel heap_update = 0; // `update`, in a module that uses the device heap
+  hostrt::Kernel checked = 0;     // `update` that traps (a device-side assert) on x[i] < 0
   uint32_t* launch_counter = nullptr;  // module-scope variable bumped by `update`
   uint32_t* exec_counter = nullptr;    // module-scope variable bumped by spin_second
 };

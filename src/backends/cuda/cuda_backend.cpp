@@ -11,6 +11,7 @@
 #include "backends/cuda/memory/memory_ops.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
+#include "sdk/runtime.hpp"
 
 namespace kreplay::cuda {
 
@@ -19,8 +20,14 @@ Status cu_error(CUresult r, const char* what) {
   const char* text = nullptr;
   cuGetErrorName(r, &name);
   cuGetErrorString(r, &text);
-  return Error(KREPLAY_STATUS_ERROR, fmt::format("{} failed: {} ({})", what, name ? name : "?",
-                                                 text ? text : "no description"));
+  // The errors that say the work itself failed on the device; the context is unusable after them.
+  const bool fault = r == CUDA_ERROR_ASSERT || r == CUDA_ERROR_ILLEGAL_ADDRESS ||
+                     r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_ILLEGAL_INSTRUCTION ||
+                     r == CUDA_ERROR_MISALIGNED_ADDRESS || r == CUDA_ERROR_INVALID_ADDRESS_SPACE ||
+                     r == CUDA_ERROR_INVALID_PC || r == CUDA_ERROR_HARDWARE_STACK_ERROR;
+  return Error(
+      fault ? KREPLAY_STATUS_ERROR_DEVICE_FAULT : KREPLAY_STATUS_ERROR,
+      fmt::format("{} failed: {} ({})", what, name ? name : "?", text ? text : "no description"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -337,6 +344,26 @@ Result<std::vector<device::GraphStep>> CudaLaunch::decompose() {
           }
           return Status::Ok();
         };
+        break;
+      case GraphNodeWork::Kind::kAlloc:
+      case GraphNodeWork::Kind::kFree:
+        // An allocation that outlives the launch was tracked at the launch and stays tracked.
+        if (!n.mem_inside) {
+          ++index;
+          continue;
+        }
+        if (n.kind == GraphNodeWork::Kind::kAlloc) {
+          step.other = [agent = device->agent, p = n.mem, bytes = n.mem_bytes]() -> Status {
+            sdk::Runtime::get().on_allocate(agent, p, bytes, KREPLAY_MEMORY_KIND_POOL);
+            return Status::Ok();
+          };
+        } else {
+          step.other = [agent = device->agent, p = n.mem]() -> Status {
+            auto guard = sdk::Runtime::get().engine().guard_memory(agent);
+            sdk::Runtime::get().on_free(agent, p);
+            return Status::Ok();
+          };
+        }
         break;
     }
     steps.push_back(std::move(step));

@@ -173,17 +173,28 @@ struct Walk {
           break;
         case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
           CUDA_MEM_ALLOC_NODE_PARAMS p{};
-          if (cuGraphMemAllocNodeGetParams(node, &p) == CUDA_SUCCESS) {
-            allocated.insert(p.dptr);
-            alloc_size[p.dptr] = p.bytesize;
+          if (cuGraphMemAllocNodeGetParams(node, &p) != CUDA_SUCCESS) {
+            return Error(KREPLAY_STATUS_ERROR, "cuGraphMemAllocNodeGetParams failed");
           }
-          whole("memory nodes");
+          allocated.insert(p.dptr);
+          alloc_size[p.dptr] = p.bytesize;
+          GraphNodeWork w;
+          w.kind = GraphNodeWork::Kind::kAlloc;
+          w.mem = p.dptr;
+          w.mem_bytes = p.bytesize;
+          out.nodes.push_back(std::move(w));
           break;
         }
         case CU_GRAPH_NODE_TYPE_MEM_FREE: {
           CUdeviceptr ptr = 0;
-          if (cuGraphMemFreeNodeGetParams(node, &ptr) == CUDA_SUCCESS) freed.insert(ptr);
-          whole("memory nodes");
+          if (cuGraphMemFreeNodeGetParams(node, &ptr) != CUDA_SUCCESS) {
+            return Error(KREPLAY_STATUS_ERROR, "cuGraphMemFreeNodeGetParams failed");
+          }
+          freed.insert(ptr);
+          GraphNodeWork w;
+          w.kind = GraphNodeWork::Kind::kFree;
+          w.mem = ptr;
+          out.nodes.push_back(std::move(w));
           break;
         }
         case CU_GRAPH_NODE_TYPE_CONDITIONAL:
@@ -209,12 +220,19 @@ struct Walk {
     for (CUdeviceptr p : freed) {
       if (!allocated.count(p)) out.frees.push_back(p);
     }
-    // A launch would leave an allocation behind, or free memory it did not allocate: a second
-    // launch (a replay pass) would fail or free it twice. Graphs whose memory nodes allocate and
-    // free inside them are not run again either: on the H200 some (graphMemoryNodes of NVIDIA's
-    // cuda-samples) failed to launch a second time with CUDA_ERROR_INVALID_VALUE, after the
-    // restore, which would have left the application the state before its launch.
+    for (GraphNodeWork& w : out.nodes) {
+      if (w.kind == GraphNodeWork::Kind::kAlloc || w.kind == GraphNodeWork::Kind::kFree) {
+        w.mem_inside = allocated.count(w.mem) != 0 && freed.count(w.mem) != 0;
+      }
+    }
+    // As a whole, a graph with memory nodes is not launched again: a second launch would fail
+    // while an allocation of the first lives, or free memory twice, and on the H200 some whose
+    // nodes allocate and free inside them (graphMemoryNodes of NVIDIA's cuda-samples) failed to
+    // launch a second time with CUDA_ERROR_INVALID_VALUE. Node by node its allocations are
+    // tracked while they live -- unless it frees memory it did not allocate: that memory may be
+    // gone once the application's launch freed it, so the entry state cannot be restored.
     if (!allocated.empty() || !freed.empty()) out.unreplayable = KREPLAY_DECLINE_REASON_GRAPH_MEMORY;
+    if (!out.frees.empty()) out.nodes_unreplayable = KREPLAY_DECLINE_REASON_GRAPH_MEMORY;
   }
 };
 
@@ -245,7 +263,7 @@ void GraphTracker::on_exec_created(CUgraphExec exec, CUgraph graph) {
   cuuint64_t flags = 0;
   if (cuGraphExecGetFlags(exec, &flags) == CUDA_SUCCESS &&
       (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) != 0) {
-    g->unreplayable = KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH;
+    g->unreplayable = g->nodes_unreplayable = KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH;
   }
   std::lock_guard lock(mu_);
   execs_[exec] = std::move(g);

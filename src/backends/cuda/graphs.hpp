@@ -4,8 +4,9 @@
 // is walked once: its nodes in an order the dependencies allow, child graphs flattened, each
 // kernel node with its function, configuration and a copy of its argument bytes, each copy and
 // memset node with its parameters. The walk also says whether the graph can be run again at all
-// (no host-function node, not made for device launches, memory nodes that allocate and free inside
-// the graph) and whether its nodes can be run one at a time (no conditional, memory, semaphore or
+// (no host-function node, not made for device launches, no memory nodes), whether its nodes can
+// be run again one at a time (not made for device launches, no free of memory it did not
+// allocate), and whether they can be run one at a time at all (no conditional, semaphore or
 // memory-operation nodes, not updated since instantiation). A graph launch (cuGraphLaunch) then
 // becomes a CudaLaunch whose graph() and decompose() the engine uses.
 //
@@ -28,7 +29,7 @@ namespace kreplay::cuda {
 
 /// One node of an executable graph that does work, as kreplay can run it on its own.
 struct GraphNodeWork {
-  enum class Kind { kKernel, kCopy, kMemset } kind = Kind::kKernel;
+  enum class Kind { kKernel, kCopy, kMemset, kAlloc, kFree } kind = Kind::kKernel;
   // kKernel
   CUfunction f = nullptr;
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
@@ -40,6 +41,11 @@ struct GraphNodeWork {
   // kCopy / kMemset
   CUDA_MEMCPY3D copy{};
   CUDA_MEMSET_NODE_PARAMS memset{};
+  // kAlloc / kFree: the allocation, and whether the graph both allocates and frees it (it lives
+  // only inside a launch); an allocation that outlives the launch is tracked at the launch.
+  CUdeviceptr mem = 0;
+  size_t mem_bytes = 0;
+  bool mem_inside = false;
 };
 
 /// What the walk of an executable graph found.
@@ -47,7 +53,8 @@ struct ExecGraph {
   uint64_t id = 0;                      ///< kreplay's id of the executable graph (1, 2, ...)
   std::vector<GraphNodeWork> nodes;     ///< in an order the dependencies allow
   uint64_t kernel_nodes = 0;
-  kreplay_decline_reason_t unreplayable = KREPLAY_DECLINE_REASON_NONE;
+  kreplay_decline_reason_t unreplayable = KREPLAY_DECLINE_REASON_NONE;        ///< as a whole
+  kreplay_decline_reason_t nodes_unreplayable = KREPLAY_DECLINE_REASON_NONE;  ///< node by node
   bool host_nodes = false;              ///< host-function nodes (left out when run node by node)
   std::string whole_only;               ///< why the nodes cannot run one at a time ("" = they can)
   /// Memory nodes whose effect outlives a launch: allocations not freed in the graph, and frees

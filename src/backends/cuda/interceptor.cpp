@@ -364,6 +364,7 @@ void describe_graph_launch(CudaLaunch& l) {
   l.graph_info.graph_id = g->id;
   l.graph_info.kernel_nodes = g->kernel_nodes;
   l.graph_info.unreplayable = g->unreplayable;
+  l.graph_info.nodes_unreplayable = g->nodes_unreplayable;
   l.graph_info.host_nodes = g->host_nodes;
   l.graph_info.whole_only = g->whole_only;
   std::string name = fmt::format("cuda graph {}", g->id);
@@ -489,14 +490,16 @@ void launch_exit(const CUpti_CallbackData* cb) {
   bool ok = *static_cast<CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
   if (ok && (inflight->st->window || inflight->st->wait_needed || inflight->st->in_range))
     inflight->launch->record_end();
-  sdk::Runtime::get().engine().exit(inflight->st, ok);
-  // A graph's allocations that outlive its launch are memory like any other from now on.
+  // A graph's allocations that outlive its launch are memory like any other from now on: from
+  // before its nodes run again one at a time (the engine's exit), so that they are saved and
+  // restored for its kernel nodes.
   const auto& g = inflight->launch->exec_graph;
   if (ok && g) {
     for (const auto& [p, size] : g->allocates) {
       sdk::Runtime::get().on_allocate(inflight->device->agent, p, size, KREPLAY_MEMORY_KIND_POOL);
     }
   }
+  sdk::Runtime::get().engine().exit(inflight->st, ok);
 }
 
 // ---- range replay: which driver calls close an open range ----

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/util.hpp"
+#include "sdk/runtime.hpp"
 
 namespace kreplay::hostrt {
 namespace {
@@ -89,6 +90,7 @@ class Executor {
     rec.bytes_read = ctx.bytes_read_;
     rec.bytes_written = ctx.bytes_written_;
     rec.ops = ctx.ops_;
+    rec.trapped = rec.trapped || ctx.trapped_;
   }
 };
 
@@ -423,6 +425,9 @@ Status HostWork::wait(uint64_t timeout_ms, device::PassTiming* timing) {
     return Error(KREPLAY_STATUS_ERROR,
                  fmt::format("the launch did not complete within {} ms", timeout_ms));
   }
+  if (last->trapped) {
+    return Error(KREPLAY_STATUS_ERROR_DEVICE_FAULT, "the kernel trapped (a device-side assert)");
+  }
   if (timing) {
     timing->start_ns = last->start_ns;
     timing->end_ns = last->end_ns;
@@ -455,6 +460,7 @@ void run_nodes(const std::vector<HostGraphNode>& nodes, ExecRecord& total) {
         total.bytes_read += one.bytes_read;
         total.bytes_written += one.bytes_written;
         total.ops += one.ops;
+        total.trapped = total.trapped || one.trapped;
         break;
       }
       case HostGraphNode::Kind::kCopy:
@@ -465,6 +471,9 @@ void run_nodes(const std::vector<HostGraphNode>& nodes, ExecRecord& total) {
         break;
       case HostGraphNode::Kind::kConditional:
         if (*n.flag != 0) run_nodes(n.body, total);
+        break;
+      case HostGraphNode::Kind::kAlloc:  // the graph's memory stays mapped, as on CUDA
+      case HostGraphNode::Kind::kFree:
         break;
     }
   }
@@ -488,6 +497,25 @@ void HostGraphLaunch::describe(uint64_t graph_id) {
   graph_.graph_id = graph_id;
   count_nodes(nodes, graph_);
   info_.graph_id = graph_id;
+  // Memory nodes, as the CUDA backend judges them (graphs.cpp): never launched again as a whole;
+  // node by node unless the graph frees memory it did not allocate.
+  std::set<void*> allocated, freed;
+  allocates.clear();
+  frees.clear();
+  for (const auto& n : nodes) {
+    if (n.kind == HostGraphNode::Kind::kAlloc) allocated.insert(n.dst);
+    if (n.kind == HostGraphNode::Kind::kFree) freed.insert(n.dst);
+  }
+  for (const auto& n : nodes) {
+    if (n.kind == HostGraphNode::Kind::kAlloc && !freed.count(n.dst)) {
+      allocates.emplace_back(n.dst, n.bytes);
+    }
+    if (n.kind == HostGraphNode::Kind::kFree && !allocated.count(n.dst)) frees.push_back(n.dst);
+  }
+  if (!allocated.empty() || !freed.empty()) {
+    graph_.unreplayable = KREPLAY_DECLINE_REASON_GRAPH_MEMORY;
+  }
+  if (!frees.empty()) graph_.nodes_unreplayable = KREPLAY_DECLINE_REASON_GRAPH_MEMORY;
 }
 
 std::unique_ptr<device::Launch> HostGraphLaunch::record() {
@@ -544,6 +572,28 @@ Result<std::vector<device::GraphStep>> HostGraphLaunch::decompose() {
         s->enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
         return Status::Ok();
       };
+    } else if (n.kind == HostGraphNode::Kind::kAlloc || n.kind == HostGraphNode::Kind::kFree) {
+      // An allocation the graph both makes and frees is tracked between its two nodes; one that
+      // outlives the launch was tracked at the launch (graph_launch) and stays tracked.
+      const bool inside = std::any_of(nodes.begin(), nodes.end(), [&](const HostGraphNode& o) {
+        return o.dst == n.dst && o.kind != n.kind &&
+               (o.kind == HostGraphNode::Kind::kAlloc || o.kind == HostGraphNode::Kind::kFree);
+      });
+      if (!inside) continue;
+      const uint64_t agent = info_.agent.handle;
+      if (n.kind == HostGraphNode::Kind::kAlloc) {
+        step.other = [agent, p = n.dst, bytes = n.bytes] {
+          sdk::Runtime::get().on_allocate(agent, reinterpret_cast<uint64_t>(p), bytes,
+                                          KREPLAY_MEMORY_KIND_POOL);
+          return Status::Ok();
+        };
+      } else {
+        step.other = [agent, p = n.dst] {
+          auto guard = sdk::Runtime::get().engine().guard_memory(agent);
+          sdk::Runtime::get().on_free(agent, reinterpret_cast<uint64_t>(p));
+          return Status::Ok();
+        };
+      }
     } else {
       continue;  // a host node: it ran once, in the application's own launch
     }

@@ -24,6 +24,7 @@ struct ExecRecord {
   bool done = false;
   uint64_t start_ns = 0, end_ns = 0;
   uint64_t threads = 0, blocks = 0, bytes_read = 0, bytes_written = 0, ops = 0;
+  bool trapped = false;  ///< a thread called ThreadContext::trap()
 
   void finish();
   /// Wait until done or @p timeout_ms passed; true when done.
@@ -160,7 +161,7 @@ class HostLaunch final : public HostWork {
 
 /// One node of a host-device graph.
 struct HostGraphNode {
-  enum class Kind { kKernel, kCopy, kHost, kConditional } kind = Kind::kKernel;
+  enum class Kind { kKernel, kCopy, kHost, kConditional, kAlloc, kFree } kind = Kind::kKernel;
   // kKernel
   KernelFn fn = nullptr;
   Dim3 grid, block;
@@ -170,7 +171,7 @@ struct HostGraphNode {
   const char* kernel_name = "";
   const char* mangled_name = "";
   uint32_t dispatch_flags = 0;
-  // kCopy
+  // kCopy (dst, src, bytes); kAlloc (dst: the graph's allocation, bytes); kFree (dst)
   void* dst = nullptr;
   const void* src = nullptr;
   size_t bytes = 0;
@@ -191,11 +192,15 @@ class HostGraphLaunch final : public HostWork {
   const device::GraphInfo* graph() const override { return &graph_; }
   Result<std::vector<device::GraphStep>> decompose() override;
 
-  /// Fill graph() from the nodes (kernel count, host nodes, conditional nodes).
+  /// Fill graph() from the nodes (kernel count, host nodes, conditional and memory nodes).
   void describe(uint64_t graph_id);
 
   std::vector<HostGraphNode> nodes;
   device::GraphInfo graph_;
+  /// Memory nodes whose effect outlives a launch (as ExecGraph's on CUDA): allocations the graph
+  /// does not free, and frees of memory it did not allocate.
+  std::vector<std::pair<void*, size_t>> allocates;
+  std::vector<void*> frees;
 };
 
 }  // namespace kreplay::hostrt

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -133,6 +134,7 @@ class Runtime {
   std::vector<std::unique_ptr<ModuleRec>> modules_;
   std::vector<std::vector<HostGraphNode>> graphs_;
   std::map<Graph, uint64_t> graph_kernel_ids_;  // graph -> SDK kernel id of its whole-graph dispatch
+  std::vector<std::unique_ptr<std::byte[]>> graph_memory_;  // what memory-allocation nodes own
   Stream next_stream_ = 1;
 
  private:
@@ -552,6 +554,35 @@ Status graph_add_conditional(Graph graph, Graph body, const uint32_t* flag) {
   return Status::Ok();
 }
 
+Result<void*> graph_add_mem_alloc(Graph graph, size_t bytes) {
+  if (bytes == 0) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "allocation node of 0 bytes");
+  std::unique_lock lock(rt().mu_);
+  ASSIGN_OR_RETURN(auto* nodes, graph_nodes(graph));
+  auto& mem = rt().graph_memory_.emplace_back(new std::byte[bytes]);
+  HostGraphNode n;
+  n.kind = HostGraphNode::Kind::kAlloc;
+  n.dst = mem.get();
+  n.bytes = bytes;
+  nodes->push_back(n);
+  return n.dst;
+}
+
+Status graph_add_mem_free(Graph graph, void* ptr) {
+  std::unique_lock lock(rt().mu_);
+  const bool known = std::any_of(rt().graph_memory_.begin(), rt().graph_memory_.end(),
+                                 [ptr](const auto& m) { return m.get() == ptr; });
+  if (!known) {
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                 "free node of memory no allocation node made");
+  }
+  ASSIGN_OR_RETURN(auto* nodes, graph_nodes(graph));
+  HostGraphNode n;
+  n.kind = HostGraphNode::Kind::kFree;
+  n.dst = ptr;
+  nodes->push_back(n);
+  return Status::Ok();
+}
+
 Status graph_launch(Graph graph, Stream stream) {
   RETURN_IF_ERROR(rt().ensure());
   auto s = rt().stream(stream);
@@ -583,9 +614,22 @@ Status graph_launch(Graph graph, Stream stream) {
   li.mangled_name = entry->mangled.c_str();
   li.flags = KREPLAY_DISPATCH_FLAG_GRAPH | KREPLAY_DISPATCH_FLAG_GRAPH_WHOLE;
   launch.describe(graph);
-  auto& engine = sdk::Runtime::get().engine();
+  auto& sdk = sdk::Runtime::get();
+  auto& engine = sdk.engine();
+  // Memory nodes whose effect outlives the launch (as the CUDA backend's interceptor does): memory
+  // the graph frees goes with the launch; its allocations are tracked from the launch on, before
+  // its nodes run again one at a time (exit), so that its kernel nodes save and restore them.
+  if (!launch.frees.empty()) {
+    auto guard = engine.guard_memory(dev->agent);
+    for (void* p : launch.frees) sdk.on_free(dev->agent, reinterpret_cast<uint64_t>(p));
+  }
   replay::DispatchState* st = engine.enter(launch);
   Status submitted = launch.submit();
+  if (submitted.ok()) {
+    for (const auto& [p, bytes] : launch.allocates) {
+      sdk.on_allocate(dev->agent, reinterpret_cast<uint64_t>(p), bytes, KREPLAY_MEMORY_KIND_POOL);
+    }
+  }
   engine.exit(st, submitted.ok());
   return submitted;
 }

@@ -91,6 +91,12 @@ Status graph_add_host(Graph graph, void (*fn)(void*), void* data);
 /// A conditional (IF) node: @p body runs when *flag != 0 when the graph gets there. Its kernel
 /// nodes cannot be run one at a time: such a graph is profiled as a whole.
 Status graph_add_conditional(Graph graph, Graph body, const uint32_t* flag);
+/// A memory-allocation node: @p bytes the graph owns, at an address fixed when the node is added
+/// (returned), valid from the node on in each launch, as on CUDA. Without a free node in the same
+/// graph, the allocation outlives the launch until a graph's free node frees it.
+Result<void*> graph_add_mem_alloc(Graph graph, size_t bytes);
+/// A memory-free node: frees @p ptr, an allocation of a memory-allocation node.
+Status graph_add_mem_free(Graph graph, void* ptr);
 /// Launch a graph on @p stream (asynchronous).
 Status graph_launch(Graph graph, Stream stream);
 
@@ -164,6 +170,8 @@ class ThreadContext {
     return std::atomic_ref<T>(*p).fetch_add(v);
   }
   void count_ops(uint64_t n = 1) { ops_ += n; }
+  /// Like a device-side assert or trap: the launch fails (its wait reports DEVICE_FAULT).
+  void trap() { trapped_ = true; }
   uint64_t global_thread_id() const;
 
  private:
@@ -171,6 +179,7 @@ class ThreadContext {
   const std::byte* args_ = nullptr;
   const uint32_t* offsets_ = nullptr;
   uint64_t bytes_read_ = 0, bytes_written_ = 0, ops_ = 0;
+  bool trapped_ = false;
 };
 
 // ---- markers (range replay: --range-markers cuda-profiler | nvtx:NAME) ----

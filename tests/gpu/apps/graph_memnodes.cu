@@ -2,14 +2,16 @@
 // NVIDIA's cuda-samples crashed under kreplay --metrics right after a graph launch that followed
 // launches into a capturing stream.
 //
-//  1. Stream capture (global mode) of cudaMallocAsync, two kernels using the temporary, and
-//     cudaFreeAsync: a graph whose allocation lives and dies inside each launch. Replayable as a
-//     whole; kreplay must not track the captured allocation as ordinary memory (it is not mapped
-//     outside the graph's launches).
+//  1. Stream capture (global mode) of cudaMallocAsync, three kernels using the temporary (one
+//     updates it in place), and cudaFreeAsync: a graph whose allocation lives and dies inside each
+//     launch. Node by node (the default), the allocation is tracked between its alloc and free
+//     nodes, so the in-place kernel node is restored between its passes; as a whole
+//     (--graph-profiling graph) the graph is declined GRAPH_MEMORY and runs once.
 //  2. A graph that allocates and does not free (the allocation outlives the launch) and another
-//     that frees it: neither can be launched twice in a row, so both are declined and run once;
-//     the allocation is tracked while it lives, so a plain kernel that updates it in place between
-//     the two graphs is replayed correctly.
+//     that frees it. The first is replayed node by node (declined as a whole: it cannot be
+//     launched twice in a row); the second frees memory it did not allocate and is declined
+//     GRAPH_MEMORY in both modes. The allocation is tracked while it lives, so a plain kernel that
+//     updates it in place between the two graphs is replayed correctly.
 // Each step alternates with plain in-place launches; everything is checked against the CPU.
 #include "common.cuh"
 
@@ -48,6 +50,8 @@ int main() {
   KR_CHECK(cudaMallocAsync(&tmp, bytes, s));
   fill<<<blocks, threads, 0, s>>>(tmp, dx, n, 11u);
   KR_CHECK_LAUNCH();
+  plain<<<blocks, threads, 0, s>>>(tmp, n, 3u);  // in place on the graph's allocation
+  KR_CHECK_LAUNCH();
   combine<<<blocks, threads, 0, s>>>(dx, tmp, n);
   KR_CHECK_LAUNCH();
   KR_CHECK(cudaFreeAsync(tmp, s));
@@ -59,7 +63,7 @@ int main() {
     plain<<<blocks, threads, 0, s>>>(dx, n, l + 1);
     KR_CHECK_LAUNCH();
     for (auto& v : x) {
-      uint32_t t = v * 3u + 11u;
+      uint32_t t = (v * 3u + 11u) * 5u + 3u;
       v = (v ^ t) + 7u;
       v = v * 5u + l + 1;
     }

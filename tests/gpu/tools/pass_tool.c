@@ -14,11 +14,13 @@
  * through every PASS; pass indices 0, 1, 2, ... with ENTER/EXIT paired; total_passes equal to the
  * plan; replay_pass_count called once; replay_continue asked only about the pass that just ended
  * and never after pass N-1; CONFIG EXIT's outcome matching what ran (executed passes, no PASS
- * callbacks for a declined or unrequested dispatch, no launch into a capturing stream). Each violation is
- * printed as a KREPLAY_TEST_TOOL_ERROR line and counted.
+ * callbacks for a declined or unrequested dispatch, no launch into a capturing stream). Each
+ * violation is printed as a KREPLAY_TEST_TOOL_ERROR line and counted.
  *
  * At finalize it prints to stderr (run_gpu_suite.sh parses the first line):
  *   KREPLAY_TEST_TOOL replayed=R declined=D not_requested=X passes=P errors=E
+ *   KREPLAY_TEST_TOOL_FAILED_ON_DEVICE N   (only when N > 0: dispatches whose kernel failed on
+ *                                           the device, an assert or fault of the application's)
  *   KREPLAY_TEST_TOOL_DECLINES <reason>=<count> ...
  *   KREPLAY_TEST_TOOL_COSTS snapshot_ms=.. restore_ms=.. snapshot_bytes=.. restore_bytes=..
  */
@@ -44,6 +46,7 @@ static const char* g_kernel_filter = NULL;
 static atomic_ullong g_replayed;
 static atomic_ullong g_declined;
 static atomic_ullong g_not_requested;
+static atomic_ullong g_launch_failures; /* replayed dispatches whose kernel failed on the device */
 static atomic_ullong g_passes_executed;
 static atomic_ullong g_errors;
 static atomic_ullong g_config_enters;
@@ -281,7 +284,18 @@ static void on_config_exit(kreplay_callback_tracing_kernel_replay_data_t* p,
   if (st->in_pass) violation(id, "CONFIG EXIT inside a pass (PASS EXIT missing)");
 
   const int loop_planned = st->planned > 1 || (st->planned == 0 && g_early_exit_set);
-  if (o->outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED) {
+  if (o->outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED &&
+      o->reason == KREPLAY_DECLINE_REASON_LAUNCH_FAILED) {
+    /* The kernel failed on the device (an assert, a fault: the application's own error): the loop
+     * ends in the pass that failed, which had its PASS ENTER and EXIT but did not complete. */
+    atomic_fetch_add(&g_launch_failures, 1);
+    if (st->passes_entered != st->passes_exited || o->passes_executed + 1 != st->passes_entered) {
+      violation(id,
+                "failed on the device: outcome says %" PRIu64 " passes, PASS ENTER %" PRIu64
+                ", EXIT %" PRIu64,
+                o->passes_executed, st->passes_entered, st->passes_exited);
+    }
+  } else if (o->outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED) {
     const uint64_t want = expected_passes(st->planned);
     if (!loop_planned) violation(id, "replayed although the plan was %" PRIu64, st->planned);
     if (o->reason != KREPLAY_DECLINE_REASON_NONE) {
@@ -400,6 +414,9 @@ static void tool_fini(void* tool_data) {
   fprintf(stderr, "KREPLAY_TEST_TOOL replayed=%llu declined=%llu not_requested=%llu passes=%llu "
           "errors=%llu\n", atomic_load(&g_replayed), atomic_load(&g_declined),
           atomic_load(&g_not_requested), atomic_load(&g_passes_executed), atomic_load(&g_errors));
+  if (atomic_load(&g_launch_failures) != 0) {
+    fprintf(stderr, "KREPLAY_TEST_TOOL_FAILED_ON_DEVICE %llu\n", atomic_load(&g_launch_failures));
+  }
   fprintf(stderr, "KREPLAY_TEST_TOOL_DECLINES");
   for (int r = 0; r <= KREPLAY_DECLINE_REASON_LAST; ++r) {
     unsigned long long n = atomic_load(&g_declined_by_reason[r]);
