@@ -5,22 +5,24 @@
 //   kreplay-cli-test-app [--launches N] [--sleep-ms MS] [--exit-code C]
 //                        [--die term|segv|abort|kill --after K] [--untracked-from K]
 //                        [--two-kernels] [--sync-every S] [--profiler A B] [--nvtx NAME A B]
+//                        [--hang-after K]
 //
 // It runs N launches (default 4) of one kernel, bump(unsigned* x, unsigned n): x[i] += i + 1 and,
 // on thread 0, one atomic increment of a module-scope launch counter. bump is not idempotent, so
 // the result is right only if a replaying tool restored memory between passes. With --sleep-ms
 // every launch takes at least MS milliseconds (thread 0 sleeps). With --die the process waits for
 // launch K to complete, prints "cli-test-app: dying by <sig>" and dies by the signal (a real
-// invalid write for segv, abort() for abort, raise(SIGTERM) for term, raise(SIGKILL) for kill, which
-// no handler sees). Otherwise it checks the
-// result, prints "cli-test-app: OK" (or what differed) and exits with --exit-code (default 0), or
-// 1 when the check failed. With --untracked-from K, memory that replay cannot track is allocated
-// before launch K and freed after the last one, so launches K..N are declined (UNTRACKED_MEMORY).
-// For range replay: --two-kernels makes every even-numbered launch (2, 4, ...) mark(y, n) instead,
-// y[i] += 2i + 1 on a buffer of its own; --sync-every S synchronizes the stream after every S
-// launches (each synchronization closes a range); --profiler A B calls the profiler-start marker
-// before launch A and the profiler-stop marker after launch B; --nvtx NAME A B pushes an NVTX range
-// NAME before launch A and pops it after launch B.
+// invalid write for segv, abort() for abort, raise(SIGTERM) for term, raise(SIGKILL) for kill,
+// which no handler sees). Otherwise it checks the result, prints "cli-test-app: OK" (or what
+// differed) and exits with --exit-code (default 0), or 1 when the check failed. With
+// --untracked-from K, memory that replay cannot track is allocated before launch K and freed after
+// the last one, so launches K..N are declined (UNTRACKED_MEMORY). For range replay: --two-kernels
+// makes every even-numbered launch (2, 4, ...) mark(y, n) instead, y[i] += 2i + 1 on a buffer of
+// its own; --sync-every S synchronizes the stream after every S launches (each synchronization
+// closes a range); --profiler A B calls the profiler-start marker before launch A and the
+// profiler-stop marker after launch B; --nvtx NAME A B pushes an NVTX range NAME before launch A
+// and pops it after launch B. With --hang-after K it ignores SIGTERM and SIGINT after launch K and
+// sleeps for ever (an application that will not stop).
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -118,6 +120,7 @@ uint32_t number(int argc, char** argv, int* i) {
 
 int main(int argc, char** argv) {
   uint32_t launches = 4, exit_code = 0, after = 0, untracked_from = 0, sync_every = 0;
+  uint32_t hang_after = 0;
   uint32_t profiler_from = 0, profiler_to = 0, nvtx_from = 0, nvtx_to = 0;
   bool two_kernels = false;
   std::string die_by, nvtx_name;
@@ -143,6 +146,8 @@ int main(int argc, char** argv) {
       nvtx_name = argv[++i];
       nvtx_from = number(argc, argv, &i);
       nvtx_to = number(argc, argv, &i);
+    } else if (a == "--hang-after") {
+      hang_after = number(argc, argv, &i);
     } else if (a == "--after") {
       after = number(argc, argv, &i);
     } else if (a == "--die") {
@@ -191,6 +196,16 @@ int main(int argc, char** argv) {
     if (l == profiler_to) hostrt::profiler_stop();
     if (sync_every != 0 && l % sync_every == 0) {
       check(hostrt::stream_synchronize(stream), "synchronize");
+    }
+    if (l == hang_after) {
+      // An application that will not stop: it ignores the signals that ask it to (set after the
+      // tool installed its handlers, which then pass the signal on to SIG_IGN) and sleeps.
+      check(hostrt::stream_synchronize(stream), "synchronize");
+      std::signal(SIGTERM, SIG_IGN);
+      std::signal(SIGINT, SIG_IGN);
+      std::printf("cli-test-app: hanging\n");
+      std::fflush(stdout);
+      for (;;) pause();
     }
     if (!die_by.empty() && l == after) {
       check(hostrt::stream_synchronize(stream), "synchronize");

@@ -177,6 +177,39 @@ class AppDeath(e2e.KreplayTestCase):
                 json.load(f)
             self.assertEqual(len(e2e.tally(r)), 1, str(r))
 
+    def test_an_application_that_will_not_stop_is_killed_after_the_grace_period(self):
+        # It ignores SIGTERM and sleeps: kreplay passes the signal on, waits KREPLAY_STOP_GRACE_MS,
+        # says so in one line and kills it, so that kreplay (and a job scheduler's timeout) does
+        # not wait for ever and no process is left holding the device.
+        env = dict(os.environ, KREPLAY_STOP_GRACE_MS="700")
+        env.pop("KREPLAY_LOG_LEVEL", None)
+        out = os.path.join(self.tmp, "hang")
+        p = subprocess.Popen([e2e.KREPLAY] + GROUPS + ["-d", out, "--", e2e.TEST_APP,
+                                                       "--hang-after", "2"],
+                             cwd=self.tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            deadline = time.time() + 30
+            while time.time() < deadline and not e2e.find_files(out, "*_results.db"):
+                time.sleep(0.05)
+            time.sleep(0.5)
+            t0 = time.time()
+            p.send_signal(signal.SIGTERM)
+            stdout, stderr = p.communicate(timeout=60)
+            waited = time.time() - t0
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        r = e2e.Result(p.args, p.returncode, stdout.decode(), stderr.decode(), self.tmp)
+        self.assertIn("cli-test-app: hanging", r.stdout, str(r))
+        self.assertEqual(r.rc, 128 + signal.SIGTERM, str(r))  # kreplay was stopped by SIGTERM
+        self.assertEqual(len([l for l in r.kreplay_lines if "killed by signal 9" in l]), 1, str(r))
+        notes = [l for l in r.kreplay_lines if "did not stop within 700 ms of signal 15" in l]
+        self.assertEqual(len(notes), 1, str(r))
+        self.assertLess(waited, 20, str(r))
+        db = self.one_file(out, "*_results.db", r)
+        self.assertEqual(e2e.rows(db, "PRAGMA integrity_check")[0]["integrity_check"], "ok")
+
 
 if __name__ == "__main__":
     e2e.main()

@@ -29,6 +29,7 @@
 #include "cli/output_path.hpp"
 #include "cli/plan.hpp"
 #include "cli/tool_config.hpp"
+#include "common/env.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
 #include "kreplay/kreplay.h"
@@ -263,8 +264,30 @@ Result<RunResult> run_application(const std::vector<std::string>& command,
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return Error(KREPLAY_STATUS_ERROR, std::string("waitpid: ") + std::strerror(errno));
+  // After a stop signal was passed on, the application has a grace period to close its outputs
+  // and die; one that does not (it ignores the signal, or hangs) is killed, so that kreplay never
+  // outlives the signal for long and no process is left holding the GPU.
+  const auto grace_ms =
+      static_cast<uint64_t>(std::max<int64_t>(0, env::get_int("KREPLAY_STOP_GRACE_MS", 10000)));
+  uint64_t stop_deadline = 0;
+  bool killed = false;
+  for (;;) {
+    pid_t w = waitpid(pid, &status, g_stop_signal != 0 ? WNOHANG : 0);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) {
+      return Error(KREPLAY_STATUS_ERROR, std::string("waitpid: ") + std::strerror(errno));
+    }
+    if (g_stop_signal == 0) continue;
+    if (stop_deadline == 0) stop_deadline = now_ns() + grace_ms * 1000000ull;
+    if (!killed && now_ns() >= stop_deadline) {
+      KR_NOTICE(
+          "the application did not stop within {} ms of signal {}; killing it (its outputs "
+          "hold what was flushed; KREPLAY_STOP_GRACE_MS sets the time)",
+          grace_ms, static_cast<int>(g_stop_signal));
+      kill(pid, SIGKILL);
+      killed = true;
+    }
+    usleep(20000);
   }
   g_child = 0;
   RunResult r;
