@@ -23,8 +23,9 @@ summary is `N passed, M failed, D fully declined`.
 Environment: KREPLAY_SAMPLES_NATIVE_JSON (the native.json a native run wrote into its out-dir:
 lets the other modes run without a native run in the same call), KREPLAY_SAMPLES_TIMEOUT (s,
 default 120), KREPLAY_SAMPLES_FILTER (regex on the
-sample name), KREPLAY_SAMPLES_LAUNCH_COUNT (launches profiled per sample in kernel/range mode,
-default 200: kreplay's --launch-count, so that a sample with thousands of launches stays short),
+sample name), KREPLAY_SAMPLES_LAUNCH_COUNT (launches replayed per sample in every kreplay mode,
+default 200: kreplay's --launch-count, the pass tool's KREPLAY_TEST_MAX_DISPATCHES, so that a
+sample with thousands of launches stays short),
 KREPLAY_SAMPLES_JOBS (native and pass3 runs at a time, default 4; counter modes run one at a
 time: the GPU has one set of counters).
 """
@@ -99,6 +100,9 @@ def command(mode, name, args, bin_dir, dist, out_dir):
         env["CUDA_INJECTION64_PATH"] = os.path.join(lib, "libkreplay_cuda.so")
         env["KREPLAY_TOOL_LIBRARIES"] = os.path.join(lib, "libkreplay_test_pass_tool.so")
         env["KREPLAY_TEST_PASSES"] = "3"
+        # As many launches replayed as the counter modes profile: a sample with tens of thousands
+        # of launches (cuSolverRf) stays short.
+        env["KREPLAY_TEST_MAX_DISPATCHES"] = os.environ.get("KREPLAY_SAMPLES_LAUNCH_COUNT", "200")
         return [exe] + args, env
     kreplay = os.path.join(dist, "bin", "kreplay")
     count = os.environ.get("KREPLAY_SAMPLES_LAUNCH_COUNT", "200")

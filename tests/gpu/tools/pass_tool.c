@@ -9,6 +9,8 @@
  *                                min(K+1, N) passes run (K+1 when N is 0, an indefinite loop)
  *   KREPLAY_TEST_KERNEL_REGEX=S  only launches whose kernel name contains S are replayed; the
  *                                others get replay_pass_count left NULL (a substring, not a regex)
+ *   KREPLAY_TEST_MAX_DISPATCHES=M  only the first M launches it would replay are replayed (as
+ *                                ncu's --launch-count); later ones are left NULL (not requested)
  *
  * It checks the KERNEL_REPLAY contract (DESIGN §2) on every dispatch: one dispatch id from CONFIG
  * through every PASS; pass indices 0, 1, 2, ... with ENTER/EXIT paired; total_passes equal to the
@@ -47,6 +49,9 @@ static atomic_ullong g_replayed;
 static atomic_ullong g_declined;
 static atomic_ullong g_not_requested;
 static atomic_ullong g_launch_failures; /* replayed dispatches whose kernel failed on the device */
+static atomic_ullong g_requested;       /* launches it asked to replay (KREPLAY_TEST_MAX_DISPATCHES) */
+static uint64_t g_max_dispatches = 0;
+static int g_max_dispatches_set = 0;
 static atomic_ullong g_passes_executed;
 static atomic_ullong g_errors;
 static atomic_ullong g_config_enters;
@@ -183,6 +188,7 @@ static void on_config_enter(kreplay_callback_tracing_kernel_replay_data_t* p,
   }
   user_data->ptr = NULL;
   if (!wants_replay(info)) return;  /* replay_pass_count stays NULL: not requested */
+  if (g_max_dispatches_set && atomic_fetch_add(&g_requested, 1) >= g_max_dispatches) return;
   dispatch_state_t* st = (dispatch_state_t*)calloc(1, sizeof *st);
   if (st == NULL) {
     violation(info->dispatch_id, "out of memory");
@@ -377,6 +383,7 @@ static int tool_init(kreplay_client_finalize_t finalize_func, void* tool_data) {
   (void)tool_data;
   env_u64("KREPLAY_TEST_PASSES", &g_passes);
   g_early_exit_set = env_u64("KREPLAY_TEST_EARLY_EXIT", &g_early_exit);
+  g_max_dispatches_set = env_u64("KREPLAY_TEST_MAX_DISPATCHES", &g_max_dispatches);
   const char* filter = getenv("KREPLAY_TEST_KERNEL_REGEX");
   g_kernel_filter = (filter != NULL && *filter != '\0') ? filter : NULL;
 
