@@ -33,6 +33,7 @@ import concurrent.futures
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -118,12 +119,27 @@ def run(mode, name, args, bin_dir, dist, out_dir, timeout):
     log_dir = os.path.join(out_dir, "logs")
     os.makedirs(log_dir, exist_ok=True)
     t0 = time.time()
+    # A session of its own, so that a timeout stops the sample too, not only kreplay: a sample left
+    # running would hold the GPU's counters for every later run.
+    p = subprocess.Popen(cmd, cwd=bin_dir, env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        p = subprocess.run(cmd, cwd=bin_dir, env=env, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-        rc, text = p.returncode, p.stdout.decode("utf-8", "replace")
-    except subprocess.TimeoutExpired as e:
-        rc, text = "timeout", (e.stdout or b"").decode("utf-8", "replace")
+        out, _ = p.communicate(timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        rc = "timeout"
+        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                p.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        out, _ = p.communicate()
+    text = (out or b"").decode("utf-8", "replace")
     secs = time.time() - t0
     with open(os.path.join(log_dir, f"{name}.{mode}.log"), "w") as f:
         f.write(text)
