@@ -295,10 +295,12 @@ kreplay_decline_reason_t Engine::save_entry_state(DispatchState& st, Snapshot& s
   }
   if (slot.host_waiter_running()) {
     // Draining would wait for a launch that waits for the host, which cannot act now.
-    KR_WARN_ONCE("host-waiter", "dispatch {} ({}) not replayed: an earlier launch that may wait "
-                                "for the host is still running; launches are not replayed until "
-                                "it finishes",
+    KR_WARN_ONCE("host-waiter",
+                 "dispatch {} ({}) not replayed: an earlier launch that may wait "
+                 "for the host is still running; launches are not replayed (nor "
+                 "counted, nor waited for) until it finishes",
                  st.info.dispatch_id, st.info.kernel_name);
+    st.behind_host_waiter = true;
     return KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;
   }
   if (Status s = dev.drain(opt.drain_timeout_ms); !s.ok()) {
@@ -373,6 +375,10 @@ void Engine::begin_single_run(DispatchState& st) {
     st.shared = std::shared_lock(st.slot->window_mu);
   st.pass = 0;
   st.wait_needed = hooks_.before_submit(st);
+  // A kernel that waited for the host before, declined at once: timed, so that exit() can hold it
+  // as a host waiter while it runs (the launches queued behind it are then not waited for).
+  if (st.host_visible && st.slot && is_host_waiting_kernel(st.info.kernel_id))
+    st.wait_needed = true;
 }
 
 void Engine::exit(DispatchState* st, bool submitted) {
@@ -394,12 +400,19 @@ void Engine::exit(DispatchState* st, bool submitted) {
         // (its record then has no times) so the application's thread goes on.
         const Options opt = options();
         uint64_t limit = opt.drain_timeout_ms;
-        if (st->host_visible) {
+        if (st->behind_host_waiter) {
+          limit = 0;  // it may be queued behind a launch that waits for the host
+        } else if (st->host_visible) {
           limit = is_host_waiting_kernel(st->info.kernel_id) ? 0
                                                              : std::min(opt.host_wait_ms, limit);
         }
         Status w = st->work->wait(limit, &st->timing);
-        if (!w.ok() && !st->host_visible) KR_WARN("dispatch {}: {}", st->info.dispatch_id, w.message());
+        if (!w.ok() && !st->may_wait_for_host()) {
+          KR_WARN("dispatch {}: {}", st->info.dispatch_id, w.message());
+        }
+        if (!w.ok() && st->host_visible && st->slot && is_host_waiting_kernel(st->info.kernel_id)) {
+          hold_host_waiter(*st->slot, st->info, st->launch->record(), opt.host_wait_ms);
+        }
         if (!w.ok()) st->timing = {};
       }
       hooks_.after_complete(*st);

@@ -120,7 +120,13 @@ struct DispatchState {
   /// restored and every pass, pass 0 included, is a resubmission. In a single run it is not
   /// counted (counting would synchronize inside its launch and wait for ever).
   bool host_visible = false;
+  /// Declined because an earlier launch that may wait for the host still runs: this one may be
+  /// queued behind it on the device, so, like a host-visible launch, it is neither counted nor
+  /// waited for (waiting would wait for the host, which cannot act while its thread is held).
+  bool behind_host_waiter = false;
   bool probe = false;
+  /// Whether completing this launch may depend on the host (host_visible or behind_host_waiter).
+  bool may_wait_for_host() const { return host_visible || behind_host_waiter; }
 
   // Execution
   uint64_t pass = 0;           ///< current pass

@@ -194,7 +194,9 @@ bool SdkHooks::before_submit(replay::DispatchState& st) {
     // A launch that reads mapped host memory is counted only on passes kreplay submits after its
     // probe: counting its own run would synchronize inside its launch, and it may wait for the
     // host.
-    if (c.counting.configured() && st.host_visible && !st.window) {
+    if (c.counting.configured() && st.behind_host_waiter) {
+      // Said once by the engine's decline; counting would wait behind the host waiter.
+    } else if (c.counting.configured() && st.host_visible && !st.window) {
       KR_WARN_ONCE("host-visible-uncounted",
                    "dispatch {} ({}) reads mapped host memory and is not replayed; its counters "
                    "are not collected (counting it would wait inside its launch, and it may be "

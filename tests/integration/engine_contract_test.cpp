@@ -667,6 +667,39 @@ TEST_F(Contract, DeclineLaunchesThatWaitForTheHost) {
   EXPECT_TRUE(hostrt::stream_destroy(s).ok());
 }
 
+// A launch queued on the stream behind a launch that waits for the host (UnifiedMemoryPerf of the
+// cuda-samples: a latch kernel, then its work, then the host opens the latch) is declined and
+// neither counted nor waited for: waiting would wait for the host, whose thread is held. Before,
+// a counted run waited the whole drain time here.
+TEST_F(Contract, LaunchesBehindAHostWaiterAreNotWaitedFor) {
+  auto o = sdk::Runtime::get().engine().options();
+  o.host_wait_ms = 50;
+  o.drain_timeout_ms = 4000;
+  sdk::Runtime::get().engine().set_options(o);
+  const char* names[] = {"launches"};
+  kreplay_counter_config_id_t cfg{};
+  ASSERT_EQ(kreplay_create_counter_config({hostrt::testing::agent_of()}, names, 1, &cfg),
+            KREPLAY_STATUS_SUCCESS);
+  tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+  tool().scenario.counters = [cfg](const auto&) { return cfg; };
+  auto* flag = static_cast<uint32_t*>(*hostrt::malloc_host_mapped(sizeof(uint32_t)));
+  *flag = 0;
+  float* x = make_buffer(64);
+  auto s = *hostrt::stream_create();
+  ASSERT_TRUE(hostrt::launch_args(module().spin, {1}, {1}, s, flag).ok());
+  const uint64_t t0 = now_ns();
+  ASSERT_TRUE(launch_update(x, 64, s).ok());  // queued behind the spinning launch
+  EXPECT_LT(now_ns() - t0, 2'000'000'000u) << "the thread waited for a launch behind the latch";
+  const auto* e = tool().config_exit(tool().last_dispatch_id());
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->outcome.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+  EXPECT_EQ(e->outcome.reason, KREPLAY_DECLINE_REASON_WAITS_FOR_HOST);
+  std::atomic_ref<uint32_t>(*flag).store(1);  // the host opens the latch
+  ASSERT_TRUE(hostrt::stream_synchronize(s).ok());
+  EXPECT_EQ(x[0], updated(0.25f, 1));
+  EXPECT_TRUE(hostrt::stream_destroy(s).ok());
+}
+
 // A launch over mapped host memory that does not wait is replayed after its probe: every pass is
 // a resubmission, the last is not restored, and memory holds one execution.
 TEST_F(Contract, HostMemoryLaunchesAreReplayedAfterTheirProbe) {
