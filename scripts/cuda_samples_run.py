@@ -23,9 +23,11 @@ summary is `N passed, M failed, D fully declined`.
 Environment: KREPLAY_SAMPLES_NATIVE_JSON (the native.json a native run wrote into its out-dir:
 lets the other modes run without a native run in the same call), KREPLAY_SAMPLES_TIMEOUT (s,
 default 120), KREPLAY_SAMPLES_FILTER (regex on the
-sample name), KREPLAY_SAMPLES_LAUNCH_COUNT (launches replayed per sample in every kreplay mode,
-default 200: kreplay's --launch-count, the pass tool's KREPLAY_TEST_MAX_DISPATCHES, so that a
-sample with thousands of launches stays short),
+sample name), KREPLAY_SAMPLES_LAUNCH_COUNT (launches profiled per sample in kernel/range mode,
+kreplay's --launch-count, default 25: with the 10-pass set a launch costs about 0.2 s on the H200,
+so 200 launches took 40 s a sample), KREPLAY_SAMPLES_REPLAY_COUNT (launches replayed per sample
+under the pass tool, its KREPLAY_TEST_MAX_DISPATCHES, default 200, so that a sample with tens of
+thousands of launches stays short),
 KREPLAY_SAMPLES_JOBS (native and pass3 runs at a time, default 4; counter modes run one at a
 time: the GPU has one set of counters).
 """
@@ -103,10 +105,10 @@ def command(mode, name, args, bin_dir, dist, out_dir):
         env["KREPLAY_TEST_PASSES"] = "3"
         # As many launches replayed as the counter modes profile: a sample with tens of thousands
         # of launches (cuSolverRf) stays short.
-        env["KREPLAY_TEST_MAX_DISPATCHES"] = os.environ.get("KREPLAY_SAMPLES_LAUNCH_COUNT", "200")
+        env["KREPLAY_TEST_MAX_DISPATCHES"] = os.environ.get("KREPLAY_SAMPLES_REPLAY_COUNT", "200")
         return [exe] + args, env
     kreplay = os.path.join(dist, "bin", "kreplay")
-    count = os.environ.get("KREPLAY_SAMPLES_LAUNCH_COUNT", "200")
+    count = os.environ.get("KREPLAY_SAMPLES_LAUNCH_COUNT", "25")
     cmd = [kreplay, "--metrics", TEN, "--launch-count", count, "-d", os.path.join(out_dir, mode, name),
            "-o", "run"]
     if mode == "range":
@@ -147,8 +149,9 @@ def run(mode, name, args, bin_dir, dist, out_dir, timeout):
 
 
 def app_lines(text):
-    """The sample's own output (kreplay's tagged lines left out)."""
-    return [l for l in text.splitlines() if not l.startswith("==KREPLAY==")]
+    """The sample's own output (kreplay's tagged lines and the pass tool's lines left out)."""
+    return [l for l in text.splitlines()
+            if not l.startswith("==KREPLAY==") and not l.startswith("KREPLAY_TEST_TOOL")]
 
 
 def verdicts(text):

@@ -21,7 +21,7 @@
  *
  * At finalize it prints to stderr (run_gpu_suite.sh parses the first line):
  *   KREPLAY_TEST_TOOL replayed=R declined=D not_requested=X passes=P errors=E
- *   KREPLAY_TEST_TOOL_FAILED_ON_DEVICE N   (only when N > 0: dispatches whose kernel failed on
+ *   KREPLAY_TEST_TOOL_DEVICE_FAULTS N   (only when N > 0: dispatches whose kernel failed on
  *                                           the device, an assert or fault of the application's)
  *   KREPLAY_TEST_TOOL_DECLINES <reason>=<count> ...
  *   KREPLAY_TEST_TOOL_COSTS snapshot_ms=.. restore_ms=.. snapshot_bytes=.. restore_bytes=..
@@ -422,7 +422,7 @@ static void tool_fini(void* tool_data) {
           "errors=%llu\n", atomic_load(&g_replayed), atomic_load(&g_declined),
           atomic_load(&g_not_requested), atomic_load(&g_passes_executed), atomic_load(&g_errors));
   if (atomic_load(&g_launch_failures) != 0) {
-    fprintf(stderr, "KREPLAY_TEST_TOOL_FAILED_ON_DEVICE %llu\n", atomic_load(&g_launch_failures));
+    fprintf(stderr, "KREPLAY_TEST_TOOL_DEVICE_FAULTS %llu\n", atomic_load(&g_launch_failures));
   }
   fprintf(stderr, "KREPLAY_TEST_TOOL_DECLINES");
   for (int r = 0; r <= KREPLAY_DECLINE_REASON_LAST; ++r) {
