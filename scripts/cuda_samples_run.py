@@ -116,6 +116,20 @@ def command(mode, name, args, bin_dir, dist, out_dir):
     return cmd + ["--", exe] + args, env
 
 
+# The samples running now (each in a session of its own), stopped with the runner when the runner
+# itself is stopped (an outer timeout, Ctrl-C): else they would outlive it and hold the GPU.
+LIVE = set()
+
+
+def stop_live_and_exit(sig, _frame):
+    for pid in list(LIVE):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    sys.exit(128 + sig)
+
+
 def run(mode, name, args, bin_dir, dist, out_dir, timeout):
     cmd, env = command(mode, name, args, bin_dir, dist, out_dir)
     log_dir = os.path.join(out_dir, "logs")
@@ -125,6 +139,7 @@ def run(mode, name, args, bin_dir, dist, out_dir, timeout):
     # running would hold the GPU's counters for every later run.
     p = subprocess.Popen(cmd, cwd=bin_dir, env=env, stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    LIVE.add(p.pid)
     try:
         out, _ = p.communicate(timeout=timeout)
         rc = p.returncode
@@ -141,6 +156,7 @@ def run(mode, name, args, bin_dir, dist, out_dir, timeout):
             except subprocess.TimeoutExpired:
                 continue
         out, _ = p.communicate()
+    LIVE.discard(p.pid)
     text = (out or b"").decode("utf-8", "replace")
     secs = time.time() - t0
     with open(os.path.join(log_dir, f"{name}.{mode}.log"), "w") as f:
@@ -229,6 +245,8 @@ def main(argv):
         print(__doc__)
         return 2
     bin_dir, dist, out_dir = (os.path.abspath(a) for a in argv[:3])
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop_live_and_exit)
     modes = argv[3:] or MODES
     for m in modes:
         if m not in MODES:
