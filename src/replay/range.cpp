@@ -167,7 +167,9 @@ void Engine::range_enter(DispatchState& st) {
     add_to_range(slot, st);
     return;
   }
-  // Outside any range: an ordinary single run.
+  // Outside any range: an ordinary single run. Behind a launch that may wait for the host (the
+  // range it would have opened was declined for that), it is neither counted nor waited for.
+  if (slot.host_waiter_running()) st.behind_host_waiter = true;
   st.range_lock.unlock();
   begin_single_run(st);
 }
@@ -394,8 +396,15 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
     for (auto& rl : r.launches) {
       DispatchState& ls = *rl->st;
       if (r.declined != KREPLAY_DECLINE_REASON_NONE) {
-        // Not waited for: a declined launch may wait for the host, which cannot act now.
+        // Not waited for: a declined launch may wait for the host, which cannot act now. One that
+        // waited for the host before is held as a host waiter while it runs, as after its probe,
+        // so that the launches queued behind it are not waited for either.
         ls.timing = {};
+        if (r.declined == KREPLAY_DECLINE_REASON_WAITS_FOR_HOST && rl->recorded != nullptr &&
+            !rl->recorded->completed()) {
+          ls.launch = nullptr;
+          hold_host_waiter(slot, ls.info, std::move(rl->recorded), opt.host_wait_ms);
+        }
         continue;
       }
       const bool probing = r.probe && r.pass == 0;

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "backends/host/hostrt.hpp"
+#include "common/util.hpp"
 #include "kreplay/kreplay.h"
 #include "sdk/runtime.hpp"
 
@@ -173,8 +174,15 @@ void k_accumulate(hr::ThreadContext& t) {
   if (i < n) t.store(&y[i], t.load(&y[i]) + t.load(&x[i]));
 }
 
+// Spins while *flag == 0 (a latch the host opens).
+void k_spin(hr::ThreadContext& t) {
+  auto* flag = t.arg<uint32_t*>(0);
+  if (t.global_thread_id() != 0) return;
+  while (std::atomic_ref<uint32_t>(*flag).load() == 0) std::this_thread::yield();
+}
+
 struct Fixture {
-  hr::Kernel update = 0, accumulate = 0, collective = 0, heap_update = 0;
+  hr::Kernel update = 0, accumulate = 0, collective = 0, heap_update = 0, spin = 0;
 };
 
 Fixture& fx() {
@@ -187,13 +195,15 @@ Fixture& fx() {
     hr::ModuleDesc d{"range_module",
                      {{"_Z6updatePfj", k_update, {8, 4}},
                       {"_Z10accumulatePfPKfj", k_accumulate, {8, 8, 4}},
-                      {"_Z36ncclDevKernel_AllReduce_Sum_f32_RINGPfj", k_update, {8, 4}}},
+                      {"_Z36ncclDevKernel_AllReduce_Sum_f32_RINGPfj", k_update, {8, 4}},
+                      {"_Z4spinPj", k_spin, {8}}},
                      {{"counter", 4, {}}}};
     auto m = hr::load_module(d);
     Fixture f;
     f.update = *hr::get_kernel(*m, "_Z6updatePfj");
     f.accumulate = *hr::get_kernel(*m, "_Z10accumulatePfPKfj");
     f.collective = *hr::get_kernel(*m, "_Z36ncclDevKernel_AllReduce_Sum_f32_RINGPfj");
+    f.spin = *hr::get_kernel(*m, "_Z4spinPj");
     g_counter = static_cast<uint32_t*>(*hr::get_global(*m, "counter"));
     hr::ModuleDesc heap{"range_heap_module", {{"_Z11heap_updatePfj", k_update, {8, 4}}}, {}};
     heap.uses_device_heap = true;
@@ -508,6 +518,34 @@ TEST_F(Range, AHostMemoryLaunchIsARangeOfItsOwn) {
   EXPECT_EQ(exits[1].outcome.launches, 1u);
   EXPECT_EQ(exits[1].outcome.passes_executed, 3u);
   EXPECT_TRUE(hr::free(h).ok());
+}
+
+// A latch kernel over mapped host memory, then work queued behind it on the same stream, then the
+// host opens the latch (UnifiedMemoryPerf of the cuda-samples), twice: the application's thread
+// comes back from every launch without waiting for the latch, and memory ends as one execution.
+TEST_F(Range, LaunchesBehindALatchDoNotWaitForTheHost) {
+  auto o = sdk::Runtime::get().engine().options();
+  const auto saved = o;
+  o.host_wait_ms = 50;
+  o.drain_timeout_ms = 4000;
+  sdk::Runtime::get().engine().set_options(o);
+  auto* flag = static_cast<uint32_t*>(*hr::malloc_host_mapped(sizeof(uint32_t)));
+  float* x = buffer(256, 0.5f);
+  auto s = *hr::stream_create();
+  for (int round = 1; round <= 2; ++round) {
+    std::atomic_ref<uint32_t>(*flag).store(0);
+    const uint64_t t0 = now_ns();
+    ASSERT_TRUE(hr::launch_args(fx().spin, {1}, {1}, s, flag).ok());
+    update(x, 256, s);
+    update(x, 256, s);
+    EXPECT_LT(now_ns() - t0, 2'000'000'000u) << "round " << round << ": waited for the latch";
+    std::atomic_ref<uint32_t>(*flag).store(1);
+    ASSERT_TRUE(hr::stream_synchronize(s).ok());
+  }
+  EXPECT_EQ(x[3], expect(0.5f + 0.003f, 4));
+  EXPECT_TRUE(hr::stream_destroy(s).ok());
+  EXPECT_TRUE(hr::free(flag).ok());
+  sdk::Runtime::get().engine().set_options(saved);
 }
 
 TEST_F(Range, LaunchLimitSplitsRanges) {
