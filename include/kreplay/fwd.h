@@ -54,6 +54,7 @@ typedef enum kreplay_status_t {
   KREPLAY_STATUS_ERROR_NOT_INITIALIZED,        ///< the SDK is not initialized yet
   KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,       ///< memory or another resource ran out
   KREPLAY_STATUS_ERROR_INTERNAL,               ///< a bug in kreplay; an exception was caught
+  KREPLAY_STATUS_ERROR_SERVICE_CONFLICT,       ///< services that cannot share a pass met on one
   KREPLAY_STATUS_LAST,
 } kreplay_status_t;
 
