@@ -7,6 +7,7 @@
 
 #include "cli/filter.hpp"
 #include "cli/output_path.hpp"
+#include "cli/service_options.hpp"
 #include "cli/text.hpp"
 #include "common/util.hpp"
 #include "report/sections.hpp"
@@ -27,6 +28,9 @@ struct Unit {
   bool groups_from_cli = false;
   std::optional<RotationSpec> rotation;
   std::optional<PassSpec> timing;
+  // Per-pass services from the command line (placed by place_service_passes): they are something
+  // named, so no default set is collected, and kernel replay needs no counters for them.
+  bool services = false;
   // The replay mode (and range markers) came from the command line, not from the job: they apply
   // to the job's counters, and a job without counters runs as it would without them (rocprofv3:
   // "input files are unaffected by the flag").
@@ -111,7 +115,8 @@ Status choose_sections(Unit& u, const CliOptions& o, bool allow_default,
                        std::vector<std::string>* notes) {
   const RunSettings& s = u.settings;
   const bool given = s.metric_set || s.sections;
-  const bool nothing_named = u.groups.empty() && !s.metrics && !given && !u.rotation && !u.timing;
+  const bool nothing_named =
+      u.groups.empty() && !s.metrics && !given && !u.rotation && !u.timing && !u.services;
   const bool default_set =
       allow_default && nothing_named &&
       !(s.replay_mode && *s.replay_mode == ReplayMode::kApplication);
@@ -295,7 +300,7 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
     return Status::Ok();
   }
 
-  if (u.groups.empty() && !has_metrics && !has_sections) {
+  if (u.groups.empty() && !has_metrics && !has_sections && !u.services) {
     return InvalidArgument(prefixed(
         u, "replay_mode",
         fmt::format("{} {} replays launches to collect counters, but there are none; add {}, "
@@ -577,6 +582,7 @@ Result<RunPlan> make_run_plan(const CliOptions& options, const InputFile* input)
     u.settings = options.settings;
     u.groups = options.pmc;
     u.groups_from_cli = true;
+    u.services = !options.service_passes.empty();
     RETURN_IF_ERROR(choose_sections(u, options, /*allow_default=*/true, &plan.notes));
     RETURN_IF_ERROR(expand_unit(u, options.command, &runs));
   } else if (input->job_replay_mode == JobReplayMode::kKernel) {
@@ -584,6 +590,8 @@ Result<RunPlan> make_run_plan(const CliOptions& options, const InputFile* input)
   } else {
     RETURN_IF_ERROR(application_jobs(options, *input, &runs, &plan.notes));
   }
+
+  RETURN_IF_ERROR(place_service_passes(options, input != nullptr, &runs, &plan.notes));
 
   const size_t total = runs.size();
   bool warned_output = false;

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Per-pass services on the command line (issue 11, item 3), end to end on the host device:
+--pc-sampling, --sass-metrics / --source-counters, --pm-sampling and --timing-pass each add a pass
+of their own after the counter passes, the per-instruction ones profile each kernel's first
+launch only unless a filter says otherwise, and bad input is one line naming the fix."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kreplay_e2e as e2e  # noqa: E402
+
+
+class Services(e2e.KreplayTestCase):
+    def test_each_service_gets_a_pass_of_its_own_after_the_counters(self):
+        r = self.sample("--pmc", "ops", "--pc-sampling", "--pc-sampling-period", "5",
+                        "--source-counters", "--timing-pass")
+        notes = [l for l in r.kreplay_lines if "first launch only" in l]
+        self.assertEqual(len(notes), 1, str(r))
+        db = self.db_of(r)
+        # First launch of each of the two kernels: counters, timing, PC sampling, SASS metrics.
+        selected = e2e.rows(db, "SELECT dispatch_id, passes_executed FROM dispatches "
+                                "WHERE outcome = 'replayed'")
+        self.assertEqual([d["passes_executed"] for d in selected], [4, 4], str(r))
+        counted = e2e.rows(db, "SELECT DISTINCT replay_pass FROM counters")
+        self.assertEqual([c["replay_pass"] for c in counted], [0])
+        lines = {l.split(": ")[0].replace(e2e.TAG, "").strip(): l for l in r.kreplay_lines
+                 if " records from " in l}
+        self.assertIn("pc_sampling", lines, str(r))
+        self.assertIn("sass_metrics", lines, str(r))
+        for name in ("pc_sampling", "sass_metrics"):
+            self.assertRegex(lines[name], r": [1-9]\d* records from 2 passes$", str(r))
+            self.assertNotIn("collected nothing", lines[name])
+
+    def test_a_position_and_a_filter(self):
+        r = self.sample("--pmc", "ops", "--pmc", "launches", "--pm-sampling", "pm__ops",
+                        "--pm-sampling-pass-position", "1", "--kernel-include-regex", "scale_add",
+                        "--launch-count", "2")
+        self.assertEqual([l for l in r.kreplay_lines if "first launch only" in l], [])
+        db = self.db_of(r)
+        self.assertEqual([d["passes_executed"] for d in e2e.rows(
+            db, "SELECT passes_executed FROM dispatches WHERE outcome = 'replayed'")], [3, 3])
+        # The counter groups are on passes 0 and 2: PM sampling sits between them.
+        passes = e2e.rows(db, "SELECT DISTINCT replay_pass FROM counters ORDER BY replay_pass")
+        self.assertEqual([p["replay_pass"] for p in passes], [0, 2])
+        pm = [l for l in r.kreplay_lines if l.replace(e2e.TAG, "").strip().startswith("pm_sampling:")]
+        self.assertEqual(len(pm), 1, str(r))
+        self.assertRegex(pm[0], r"records from 2 passes$")
+
+    def test_one_service_alone_runs_once_per_launch(self):
+        r = self.sample("--sass-metrics", "smsp__sass_inst_executed", "--kernel-iteration-range",
+                        "1-2")
+        db = self.db_of(r)
+        self.assertEqual(e2e.rows(db, "SELECT COUNT(*) AS n FROM dispatches WHERE outcome = "
+                                      "'replayed'")[0]["n"], 0)
+        self.assertEqual(e2e.rows(db, "SELECT COUNT(*) AS n FROM counters")[0]["n"], 0)
+        sass = [l for l in r.kreplay_lines if " records from " in l]
+        self.assertEqual(len(sass), 1, str(r))
+        self.assertRegex(sass[0], r"sass_metrics: [1-9]\d* records from 4 passes$")
+
+    def test_bad_input_is_one_line(self):
+        r = self.kreplay("--pc-sampling-period", "7", "--", e2e.SAMPLE_APP)
+        self.assert_one_line_error(r, "--pc-sampling-period", "add --pc-sampling")
+        r = self.kreplay("--pmc", "ops", "--pc-sampling", "--replay-mode", "range", "--",
+                         e2e.SAMPLE_APP)
+        self.assert_one_line_error(r, "--pc-sampling", "use --replay-mode kernel")
+        # A metric the device does not have: the tool stops the application before it runs.
+        r = self.kreplay("--sass-metrics", "smsp__sass_inst_executd", "--", e2e.SAMPLE_APP)
+        self.assert_one_line_error(r, "smsp__sass_inst_executd", "did you mean")
+        self.assertNotIn("sample-app: OK", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
