@@ -47,6 +47,9 @@ class MultiWriter final : public Writer {
   Status counter(const CounterRecord& r) override {
     return each("counter", [&](Writer& w) { return w.counter(r); });
   }
+  Status service_sample(const ServiceSampleRecord& r) override {
+    return each("service_sample", [&](Writer& w) { return w.service_sample(r); });
+  }
   Status allocation(const AllocationRecord& r) override {
     return each("allocation", [&](Writer& w) { return w.allocation(r); });
   }

@@ -758,7 +758,6 @@ const PlannedPass* Profiler::pass_of(const kreplay_kernel_dispatch_info_t& info,
 
 void Profiler::on_samples(cli::PassKind kind, const kreplay_pass_service_data_t& data,
                           const kreplay_pass_service_record_t* records, size_t count) {
-  (void)records;
   std::lock_guard lock(mu_);
   ServiceTally& t = service_tally_[kind];
   if (data.status != KREPLAY_STATUS_SUCCESS) {
@@ -768,6 +767,25 @@ void Profiler::on_samples(cli::PassKind kind, const kreplay_pass_service_data_t&
   }
   ++t.passes;
   t.records += count;
+  output::ServiceSampleRecord o;
+  o.service = std::string(cli::to_string(kind));
+  o.app_pass = record_app_pass();
+  for (size_t i = 0; i < count; ++i) {
+    const auto& r = records[i];
+    o.dispatch_id = r.dispatch_id;
+    o.replay_pass = r.replay_pass;
+    o.agent_id = r.agent_id.handle;
+    o.kernel_id = r.kernel_id;
+    o.function = r.function ? r.function : "";
+    o.pc_offset = r.pc_offset;
+    o.instruction = r.instruction ? r.instruction : "";
+    o.source_file = r.source_file ? r.source_file : "";
+    o.source_line = r.source_line;
+    o.name = r.name ? r.name : "";
+    o.timestamp_ns = r.timestamp;
+    o.value = r.value;
+    if (Status s = writer_->service_sample(o); !s.ok()) KR_WARN("{}", s.message());
+  }
 }
 
 uint64_t Profiler::pick_config(const kreplay_dispatch_counting_data_t& data) {

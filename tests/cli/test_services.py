@@ -33,6 +33,55 @@ class Services(e2e.KreplayTestCase):
             self.assertRegex(lines[name], r": [1-9]\d* records from 2 passes$", str(r))
             self.assertNotIn("collected nothing", lines[name])
 
+    def test_sqlite_tables_and_views(self):
+        r = self.sample("--pc-sampling", "--pc-sampling-period", "5", "--source-counters",
+                        "--pm-sampling", "pm__bytes_read,pm__ops", "--pm-sampling-interval", "500")
+        db = self.db_of(r)
+        replayed = e2e.rows(db, "SELECT d.dispatch_id, k.mangled_name FROM dispatches d JOIN "
+                                "kernels k USING (app_pass, kernel_id) WHERE outcome = 'replayed' "
+                                "ORDER BY d.dispatch_id")
+        self.assertEqual([d["mangled_name"] for d in replayed],
+                         [e2e.SCALE_ADD_MANGLED, e2e.SUM_REDUCE_MANGLED], str(r))
+        # Each service on its own pass: PC sampling 0, SASS metrics 1, PM sampling 2.
+        for table, want in (("pc_samples", 0), ("sass_metrics", 1), ("pm_samples", 2)):
+            got = e2e.rows(db, "SELECT DISTINCT replay_pass FROM {}".format(table))
+            self.assertEqual([g["replay_pass"] for g in got], [want], table)
+        # scale_add's first launch: n = 1000 threads do one load, one store and count_ops(2)
+        # (samples/host_app/main.cpp), so 4n + 1 thread-level executions with the atomic.
+        first = replayed[0]["dispatch_id"]
+        n = e2e.rows(db, "SELECT SUM(value) AS v FROM sass_metrics WHERE dispatch_id = ? AND "
+                         "metric = 'smsp__sass_thread_inst_executed'", (first,))[0]["v"]
+        self.assertEqual(n, 4 * 1000 + 1)
+        # Every instruction a service named is in `sass`, with its source line in main.cpp.
+        missing = e2e.rows(db, "SELECT COUNT(*) AS n FROM sass_metrics m LEFT JOIN sass s "
+                               "USING (app_pass, agent_id, function, pc_offset) "
+                               "WHERE s.instruction IS NULL")[0]["n"]
+        self.assertEqual(missing, 0)
+        lines = e2e.rows(db, "SELECT source_file, source_line, instruction FROM sass "
+                             "WHERE function = ? ORDER BY pc_offset", (e2e.SCALE_ADD_MANGLED,))
+        self.assertTrue(all(l["source_file"].endswith("host_app/main.cpp") for l in lines), lines)
+        self.assertIn("FFMA", [l["instruction"] for l in lines])
+        # The views sum per line and per kernel.
+        by_kernel = e2e.rows(db, "SELECT value FROM sass_metrics_by_kernel WHERE kernel_id = "
+                                 "(SELECT kernel_id FROM dispatches WHERE dispatch_id = ?) AND "
+                                 "metric = 'smsp__sass_thread_inst_executed'", (first,))
+        self.assertEqual([b["value"] for b in by_kernel], [4 * 1000 + 1])
+        by_line = e2e.rows(db, "SELECT SUM(value) AS v FROM sass_metrics_by_line WHERE kernel_id = "
+                               "(SELECT kernel_id FROM dispatches WHERE dispatch_id = ?) AND "
+                               "metric = 'smsp__sass_thread_inst_executed'", (first,))
+        self.assertEqual(by_line[0]["v"], 4 * 1000 + 1)
+        samples = e2e.rows(db, "SELECT SUM(samples) AS n FROM pc_samples WHERE dispatch_id = ?",
+                           (first,))[0]["n"]
+        self.assertEqual(samples, (1000 * (8 + 4 + 2) + 16) // 32)
+        self.assertEqual(e2e.rows(db, "SELECT SUM(samples) AS n FROM pc_samples_by_kernel "
+                                      "WHERE kernel_id = (SELECT kernel_id FROM dispatches "
+                                      "WHERE dispatch_id = ?)", (first,))[0]["n"], samples)
+        # PM samples over time: every load of x plus the atomic's 4 bytes.
+        pm = e2e.rows(db, "SELECT dispatch_id, timestamp_ns, value FROM pm_samples "
+                          "WHERE metric = 'pm__bytes_read' ORDER BY dispatch_id, timestamp_ns")
+        self.assertEqual(sum(p["value"] for p in pm if p["dispatch_id"] == first), 4 * 1000 + 4)
+        self.assertGreater(len([p for p in pm if p["dispatch_id"] == first]), 1)
+
     def test_a_position_and_a_filter(self):
         r = self.sample("--pmc", "ops", "--pmc", "launches", "--pm-sampling", "pm__ops",
                         "--pm-sampling-pass-position", "1", "--kernel-include-regex", "scale_add",
