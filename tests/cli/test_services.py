@@ -4,6 +4,7 @@
 of their own after the counter passes, the per-instruction ones profile each kernel's first
 launch only unless a filter says otherwise, and bad input is one line naming the fix."""
 
+import json
 import os
 import sys
 import unittest
@@ -81,6 +82,26 @@ class Services(e2e.KreplayTestCase):
                           "WHERE metric = 'pm__bytes_read' ORDER BY dispatch_id, timestamp_ns")
         self.assertEqual(sum(p["value"] for p in pm if p["dispatch_id"] == first), 4 * 1000 + 4)
         self.assertGreater(len([p for p in pm if p["dispatch_id"] == first]), 1)
+
+    def test_json_carries_the_same_records(self):
+        r = self.sample("--pc-sampling", "--sass-metrics", "smsp__sass_inst_executed",
+                        "--output-format", "sqlite,json")
+        db = self.db_of(r)
+        with open(self.one_file(self.tmp, "*_results.json", r)) as f:
+            doc = json.load(f)
+        got = doc["service_samples"]
+        for service, table, column in (("pc_sampling", "pc_samples", "samples"),
+                                       ("sass_metrics", "sass_metrics", "value")):
+            mine = sorted((x["dispatch_id"], x["replay_pass"], x["pc_offset"], x["name"],
+                           x["value"]) for x in got if x["service"] == service)
+            name = "stall_reason" if service == "pc_sampling" else "metric"
+            rows = sorted((x["dispatch_id"], x["replay_pass"], x["pc_offset"], x[name],
+                           float(x[column])) for x in e2e.rows(db, "SELECT * FROM " + table))
+            self.assertTrue(mine, service)
+            self.assertEqual(mine, rows, service)
+        for x in got:
+            self.assertTrue(x["source_file"].endswith("host_app/main.cpp"), x)
+            self.assertGreater(x["source_line"], 0, x)
 
     def test_a_position_and_a_filter(self):
         r = self.sample("--pmc", "ops", "--pmc", "launches", "--pm-sampling", "pm__ops",
