@@ -181,7 +181,8 @@ KREPLAY_API kreplay_status_t kreplay_configure_pm_sampling_service(
     kreplay_pass_service_dispatch_cb_t dispatch_callback, void* dispatch_callback_args,
     kreplay_pass_service_record_cb_t record_callback, void* record_callback_args);
 
-/** @brief One metric (or, for PC sampling, stall reason) a service can collect. */
+/** @brief One metric (or, for PC sampling, stall reason) a service can collect. Strings live
+ * until the process ends. */
 typedef struct kreplay_pass_service_metric_t {
   uint64_t size;            ///< sizeof as filled
   const char* name;         ///< e.g. "smsp__sass_inst_executed"

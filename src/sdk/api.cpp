@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "common/logging.hpp"
@@ -420,6 +422,14 @@ const char* kreplay_get_pass_service_name(kreplay_pass_service_kind_t kind) {
 
 namespace {
 
+// @p text as a string that lives until the process ends (metric names and descriptions).
+const char* interned(const std::string& text) {
+  static std::mutex mu;
+  static auto* strings = new std::set<std::string>();  // NOLINT: lives for the process
+  std::lock_guard lock(mu);
+  return strings->insert(text).first->c_str();
+}
+
 // The names of a settings struct's metrics; INVALID_ARGUMENT for a NULL list or name.
 kreplay::Result<std::vector<std::string>> metric_names(const char* const* metrics, size_t count) {
   std::vector<std::string> out;
@@ -526,8 +536,8 @@ kreplay_status_t kreplay_iterate_pass_service_metrics(kreplay_agent_id_t agent_i
     for (const auto& m : metrics) {
       kreplay_pass_service_metric_t info{};
       info.size = sizeof(info);
-      info.name = m.name.c_str();
-      info.description = m.description.c_str();
+      info.name = interned(m.name);
+      info.description = interned(m.description);
       info.in_default_set = m.in_default_set ? 1 : 0;
       out.push_back(info);
     }

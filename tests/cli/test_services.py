@@ -129,6 +129,28 @@ class Services(e2e.KreplayTestCase):
         self.assertEqual(len(sass), 1, str(r))
         self.assertRegex(sass[0], r"sass_metrics: [1-9]\d* records from 4 passes$")
 
+    def test_summary_names_the_top_instructions(self):
+        r = self.sample("--pc-sampling", "--source-counters", "--summary")
+        top = [l for l in r.stderr.splitlines() if "Top instructions of " in l]
+        scale = [l for l in top if "scale_add" in l]
+        self.assertEqual(len(scale), 1, str(r))
+        # scale_add (samples/host_app/main.cpp): the load on line 54 costs the most cycles, the
+        # two counted operations on line 55 execute the most.
+        self.assertRegex(scale[0], r"by PC samples: main\.cpp:54 LDG\.E\.32 \(\d+%\)")
+        self.assertRegex(scale[0], r"by smsp__sass_inst_executed: main\.cpp:55 FFMA \(\d+%\)")
+
+    def test_list_avail_lists_what_each_service_collects(self):
+        r = self.kreplay_ok("--list-avail", "--chip", "HOSTDEV")
+        lines = r.stdout.splitlines()
+        for title in ("SASS metrics (--sass-metrics; * = --source-counters)",
+                      "PM sampling metrics (--pm-sampling)",
+                      "PC sampling stall reasons (--pc-sampling)"):
+            self.assertTrue(any(l.startswith("# host device: ") and l.endswith(title)
+                                for l in lines), r.stdout)
+        names = {l.split()[0] for l in lines if l and not l.startswith("#")}
+        for name in ("smsp__sass_inst_executed*", "pm__bytes_read", "long_scoreboard"):
+            self.assertIn(name, names, r.stdout)
+
     def test_bad_input_is_one_line(self):
         r = self.kreplay("--pc-sampling-period", "7", "--", e2e.SAMPLE_APP)
         self.assert_one_line_error(r, "--pc-sampling-period", "add --pc-sampling")

@@ -17,11 +17,11 @@ class HostPcSampling final : public HostPassService {
     std::vector<device::ServiceMetric> out;
     for (ProbeOp op : {ProbeOp::kLoad, ProbeOp::kStore, ProbeOp::kAtomic, ProbeOp::kOps}) {
       out.push_back({Probe::stall_reason(op),
-                     fmt::format("Stall reason of samples taken at a {} (host device).",
-                                 op == ProbeOp::kLoad     ? "load"
-                                 : op == ProbeOp::kStore  ? "store"
-                                 : op == ProbeOp::kAtomic ? "atomic"
-                                                          : "counted operation"),
+                     fmt::format("Stall reason of samples taken at {} (host device).",
+                                 op == ProbeOp::kLoad     ? "a load"
+                                 : op == ProbeOp::kStore  ? "a store"
+                                 : op == ProbeOp::kAtomic ? "an atomic"
+                                                          : "a counted operation"),
                      true});
     }
     return out;
