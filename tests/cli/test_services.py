@@ -103,6 +103,20 @@ class Services(e2e.KreplayTestCase):
             self.assertTrue(x["source_file"].endswith("host_app/main.cpp"), x)
             self.assertGreater(x["source_line"], 0, x)
 
+    def test_perfetto_shows_pm_samples_as_counter_tracks(self):
+        r = self.sample("--pm-sampling", "pm__bytes_read", "--pm-sampling-interval", "500",
+                        "--output-format", "sqlite,perfetto")
+        with open(self.one_file(self.tmp, "*_trace.json", r)) as f:
+            trace = json.load(f)
+        pm = [e for e in trace["traceEvents"] if e.get("name") == "PM pm__bytes_read"]
+        self.assertTrue(pm, str(r))
+        self.assertTrue(all(e["ph"] == "C" for e in pm))
+        series = {k for e in pm for k in e["args"]}
+        self.assertEqual(len(series), 2, series)  # one per kernel: scale_add and sum_reduce
+        db = self.db_of(r)
+        total = e2e.rows(db, "SELECT SUM(value) AS v FROM pm_samples")[0]["v"]
+        self.assertEqual(sum(v for e in pm for v in e["args"].values()), total)
+
     def test_a_position_and_a_filter(self):
         r = self.sample("--pmc", "ops", "--pmc", "launches", "--pm-sampling", "pm__ops",
                         "--pm-sampling-pass-position", "1", "--kernel-include-regex", "scale_add",
