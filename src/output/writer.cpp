@@ -158,10 +158,12 @@ Result<std::unique_ptr<Writer>> build(const OutputConfig& config) {
   }
   if (wanted.count("csv") != 0) {
     ASSIGN_OR_RETURN(
-        auto w, CsvWriter::create(output_path(config, "_counter_collection.csv"),
-                                  output_path(config, "_counter_collection_wide.csv"),
-                                  config.kernel_trace ? output_path(config, "_kernel_trace.csv")
-                                                      : std::string()));
+        auto w,
+        CsvWriter::create(
+            output_path(config, "_counter_collection.csv"),
+            output_path(config, "_counter_collection_wide.csv"),
+            config.kernel_trace ? output_path(config, "_kernel_trace.csv") : std::string(),
+            config.pass_services ? output_path(config, "_pass_services.csv") : std::string()));
     multi->add("csv", std::move(w));
   }
   if (wanted.count("json") != 0) {

@@ -65,6 +65,7 @@ struct OutputConfig {
   FILE* summary_stream = stderr;     ///< where the summary goes; not closed by the writer
   bool gzip_trace = false;           ///< perfetto: write <stem>_trace.json.gz
   bool kernel_trace = false;         ///< csv: also write <stem>_kernel_trace.csv
+  bool pass_services = false;        ///< csv: also write <stem>_pass_services.csv
 };
 
 /// The format names make_writer accepts.

@@ -365,6 +365,9 @@ int Profiler::initialize() {
   oc.summary = config.output.summary;
   oc.gzip_trace = config.output.gzip;
   oc.kernel_trace = config.output.kernel_trace;
+  oc.pass_services = std::any_of(config.passes.begin(), config.passes.end(), [](const auto& p) {
+    return p.kind != cli::PassKind::kCounters && p.kind != cli::PassKind::kTiming;
+  });
   auto w = output::make_writer(oc);
   if (!w.ok()) {
     KR_ERROR("{}", w.status().message());

@@ -4,6 +4,7 @@
 of their own after the counter passes, the per-instruction ones profile each kernel's first
 launch only unless a filter says otherwise, and bad input is one line naming the fix."""
 
+import csv
 import json
 import os
 import sys
@@ -116,6 +117,25 @@ class Services(e2e.KreplayTestCase):
         db = self.db_of(r)
         total = e2e.rows(db, "SELECT SUM(value) AS v FROM pm_samples")[0]["v"]
         self.assertEqual(sum(v for e in pm for v in e["args"].values()), total)
+
+    def test_csv_has_a_file_of_its_own_only_with_services(self):
+        r = self.sample("--pc-sampling", "--output-format", "sqlite,csv")
+        with open(self.one_file(self.tmp, "*_pass_services.csv", r)) as f:
+            rows = list(csv.DictReader(f))
+        db = self.db_of(r)
+        table = e2e.rows(db, "SELECT dispatch_id, replay_pass, pc_offset, stall_reason, samples "
+                             "FROM pc_samples")
+        self.assertTrue(rows)
+        self.assertEqual(sorted((int(x["Dispatch_Id"]), int(x["Replay_Pass"]), int(x["Pc_Offset"]),
+                                 x["Name"], float(x["Value"])) for x in rows),
+                         sorted((t["dispatch_id"], t["replay_pass"], t["pc_offset"],
+                                 t["stall_reason"], float(t["samples"])) for t in table))
+        self.assertTrue(all(x["Service"] == "pc_sampling" for x in rows))
+        self.assertTrue(all(x["Source_File"].endswith("host_app/main.cpp") for x in rows))
+        plain = os.path.join(self.tmp, "plain")
+        os.mkdir(plain)
+        self.sample("--pmc", "ops", "--output-format", "csv", cwd=plain)
+        self.assertEqual(e2e.find_files(plain, "*_pass_services.csv"), [])
 
     def test_a_position_and_a_filter(self):
         r = self.sample("--pmc", "ops", "--pmc", "launches", "--pm-sampling", "pm__ops",
