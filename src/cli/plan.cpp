@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
 #include "cli/filter.hpp"
+#include "cli/job_services.hpp"
 #include "cli/output_path.hpp"
 #include "cli/service_options.hpp"
 #include "cli/text.hpp"
@@ -321,6 +323,7 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
 Status application_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolConfig>* runs,
                         std::vector<std::string>* notes) {
   for (const JobSpec& job : file.jobs) {
+    RETURN_IF_ERROR(check_no_service_keys(file, job));
     Unit u;
     u.origin = fmt::format("{}, {}", file.path, file.job_label(job));
     // Point at the key when the job has it; a value that came from the command line is
@@ -419,7 +422,8 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
   RunSettings merged;
   std::vector<std::vector<std::string>> groups;
   std::vector<PassSpec> passes;
-  std::optional<size_t> timing_job;
+  std::map<PassKind, size_t> service_jobs;  // kind -> the job that has it (one per run)
+  ServiceOptions services;
   for (const JobSpec& job : file.jobs) {
     for (const char* key : {"metrics", "set", "section"}) {
       if (job.has(key)) {
@@ -438,41 +442,21 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
                         file.where(job, key), key));
       }
     }
-    const bool counters = job.pmc.has_value();
-    const bool timing = job.timing_pass.value_or(false);
-    if (counters && timing) {
-      return InvalidArgument(
-          fmt::format("{}: selects both pmc and timing_pass; a pass collects one "
-                      "service, so split it into two jobs",
-                      file.where(job)));
-    }
-    if (!counters && !timing) {
-      return InvalidArgument(
-          fmt::format("{}: collects nothing; in job_replay_mode: kernel each job is "
-                      "one pass, so give it pmc (a counter group) or timing_pass: true",
-                      file.where(job)));
-    }
-    if (counters) {
-      for (const std::string& key : job.keys) {
-        if (key.rfind("timing_pass_", 0) == 0) {
-          return InvalidArgument(
-              fmt::format("{}: {} configures the timing pass, but this is a counter "
-                          "job; move it to the job with timing_pass: true",
-                          file.where(job, key), key));
-        }
-      }
+    // The one pass service the job selects (job_services.cpp).
+    ASSIGN_OR_RETURN(JobService service, job_service(file, job));
+    if (service.kind == PassKind::kCounters) {
       passes.push_back(PassSpec{PassKind::kCounters, static_cast<int32_t>(groups.size()), false});
       groups.push_back(*job.pmc);
     } else {
-      if (timing_job) {
+      if (auto first = service_jobs.find(service.kind); first != service_jobs.end()) {
         return InvalidArgument(
-            fmt::format("{}: a second timing job ({} is the first); a run has at "
-                        "most one timing pass",
-                        file.where(job, "timing_pass"), file.job_label(file.jobs[*timing_job])));
+            fmt::format("{}: a second {} job ({} is the first); a run has at most one {} pass",
+                        file.where(job, service.key), service.noun,
+                        file.job_label(file.jobs[first->second]), service.noun));
       }
-      timing_job = job.index;
-      passes.push_back(
-          PassSpec{PassKind::kTiming, -1, job.timing_pass_flush_cache.value_or(false)});
+      service_jobs[service.kind] = job.index;
+      passes.push_back(PassSpec{service.kind, -1, job.timing_pass_flush_cache.value_or(false)});
+      add_job_settings(job, &services);
     }
     if (auto conflict = merge_settings(merged, job.settings)) {
       return InvalidArgument(
@@ -484,11 +468,11 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
                       file.job_label(job), conflict->second));
     }
   }
-  if (groups.empty()) {
+  if (groups.empty() && passes.size() < 2) {
     return InvalidArgument(
-        fmt::format("{}: job_replay_mode: kernel needs at least one job with pmc; a "
-                    "timing pass alone needs no replay, so drop job_replay_mode",
-                    mode_where));
+        fmt::format("{}: job_replay_mode: kernel needs at least one job with pmc (or two "
+                    "service jobs); a {} pass alone needs no replay, so drop job_replay_mode",
+                    mode_where, to_string(passes.front().kind)));
   }
   if (auto conflict = merge_settings(merged, o.settings)) {
     return InvalidArgument(
@@ -528,6 +512,7 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
   c.replay_mode = mode;
   c.pmc_groups = std::move(groups);
   c.passes = std::move(passes);
+  c.services = std::move(services);
   runs->push_back(std::move(c));
   return Status::Ok();
 }

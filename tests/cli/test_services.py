@@ -137,6 +137,26 @@ class Services(e2e.KreplayTestCase):
         self.sample("--pmc", "ops", "--output-format", "csv", cwd=plain)
         self.assertEqual(e2e.find_files(plain, "*_pass_services.csv"), [])
 
+    def test_input_file_jobs_select_services_where_they_sit(self):
+        path = os.path.join(self.tmp, "jobs.yaml")
+        with open(path, "w") as f:
+            f.write("job_replay_mode: kernel\n"
+                    "jobs:\n"
+                    "  - pc_sampling: true\n"
+                    "    pc_sampling_period: 5\n"
+                    "  - pmc: [ops]\n"
+                    "  - sass_metrics: [smsp__sass_thread_inst_executed]\n")
+        r = self.sample("-i", path)
+        db = self.db_of(r)
+        for table, want in (("pc_samples", 0), ("counters", 1), ("sass_metrics", 2)):
+            got = e2e.rows(db, "SELECT DISTINCT replay_pass FROM {}".format(table))
+            self.assertEqual([g["replay_pass"] for g in got], [want], table)
+        # Input files name their launches themselves: every launch, three passes each.
+        self.assertEqual(e2e.rows(db, "SELECT COUNT(*) AS n FROM dispatches WHERE "
+                                      "passes_executed = 3")[0]["n"], e2e.SAMPLE_LAUNCHES)
+        r = self.kreplay("-i", path, "--pc-sampling", "--", e2e.SAMPLE_APP)
+        self.assert_one_line_error(r, "--pc-sampling", "input file")
+
     def test_a_position_and_a_filter(self):
         r = self.sample("--pmc", "ops", "--pmc", "launches", "--pm-sampling", "pm__ops",
                         "--pm-sampling-pass-position", "1", "--kernel-include-regex", "scale_add",
