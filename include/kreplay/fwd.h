@@ -56,6 +56,8 @@ typedef enum kreplay_status_t {
   KREPLAY_STATUS_ERROR_INTERNAL,               ///< a bug in kreplay; an exception was caught
   KREPLAY_STATUS_ERROR_DEVICE_FAULT,           ///< the work failed on the device (a memory fault,
                                                ///< a device-side assert): nothing more runs there
+  KREPLAY_STATUS_ERROR_SERVICE_CONFLICT,       ///< services that cannot share a pass met on one
+                                               ///< pass; none of them collected on it
   KREPLAY_STATUS_LAST,
 } kreplay_status_t;
 

@@ -13,6 +13,7 @@
 #include "kreplay/kernel_replay.h"
 #include "kreplay/range_replay.h"
 #include "kreplay/registration.h"
+#include "kreplay/services.h"
 
 #define KREPLAY_VERSION_MAJOR 0
 #define KREPLAY_VERSION_MINOR 1

@@ -33,7 +33,7 @@ LAUNCH_SQL = (
 
 # The results schema versions this package reads: later versions only add columns (2: graph ids
 # on dispatches, a counter status per pass) that the report does not need.
-SCHEMA_VERSIONS = (1, 2)
+SCHEMA_VERSIONS = (1, 2, 3)
 
 
 def _connect(path):

@@ -268,6 +268,40 @@ def check_counters_then_timing(c, env):
     c.expect(not any(" error: " in x for x in c.tool_lines), "the tool reported an error")
 
 
+def check_services_per_pass(c, env):
+    period = 32  # 2^5 cycles, as the sample configures PC sampling
+    for l in c.launches:
+        # What the host device derives from the kernels (samples/host_app/main.cpp; the probe of
+        # src/backends/host/services/probe.hpp: load 8 cycles, store 4, atomic 16, one per op).
+        if l.kernel == "scale_add":
+            ops, insts, sites = 2 * l.n, 4 * l.n + 1, 4
+            cycles = l.n * (8 + 4 + 2) + 16
+            pc_top, sass_top = "main.cpp:54 LDG.E.32 long_scoreboard", "main.cpp:55 FFMA"
+        else:
+            ops, insts, sites = l.n, 2 * l.n + l.grid + 1, 4
+            cycles = l.n * (8 + 1) + (l.grid + 1) * 16
+            pc_top, sass_top = "main.cpp:72 LDG.E.32 long_scoreboard", "main.cpp:72 LDG.E.32"
+        header = pass_lines(l, r": (\d+) passes$")
+        c.expect(header == [(3,)], f"dispatch {l.dispatch_id}: header {header}, expected 3 passes")
+        counters = pass_lines(l, r"^pass (\d+)/3 counters: threads_launched=(\d+) ops=(\d+)$")
+        c.expect(counters == [(1, l.grid * l.block, ops)],
+                 f"dispatch {l.dispatch_id} ({l.kernel}): counters {counters}, expected pass 1 "
+                 f"with {l.grid * l.block} threads and {ops} ops")
+        pc = pass_lines(l, r"^pass (\d+)/3 pc_sampling: samples=(\d+) instructions=(\d+) top=(.*)$")
+        # Instructions too short to meet a sample point get none, so at most `sites` have samples.
+        c.expect(len(pc) == 1 and pc[0][:2] == (2, cycles // period) and 2 <= pc[0][2] <= sites
+                 and pc[0][3] == pc_top,
+                 f"dispatch {l.dispatch_id} ({l.kernel}): pc sampling {pc}, expected pass 2 with "
+                 f"{cycles // period} samples over at most {sites} instructions, top {pc_top}")
+        sass = pass_lines(l, r"^pass (\d+)/3 sass_metrics: thread_inst_executed=(\d+) "
+                             r"instructions=(\d+) top=(.*)$")
+        c.expect(sass == [(3, insts, sites, sass_top)],
+                 f"dispatch {l.dispatch_id} ({l.kernel}): sass metrics {sass}, expected pass 3 "
+                 f"with {insts} executions over {sites} instructions, top {sass_top}")
+        refused = [x for x in l.lines if "not collected" in x]
+        c.expect(not refused, f"dispatch {l.dispatch_id}: services refused: {refused}")
+
+
 CHECKS = {
     "basic": check_basic,
     "user_data": check_user_data,
@@ -275,6 +309,7 @@ CHECKS = {
     "indefinite": check_indefinite,
     "opt_out": check_opt_out,
     "counters_then_timing": check_counters_then_timing,
+    "services_per_pass": check_services_per_pass,
 }
 
 

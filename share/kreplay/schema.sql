@@ -1,4 +1,5 @@
--- kreplay results database (<dir>/<stem>_results.db), schema version 2.
+-- kreplay results database (<dir>/<stem>_results.db), schema version 3 (3 added the per-pass
+-- service tables pc_samples, sass_metrics, pm_samples and sass, and their views).
 --
 -- This file is the source of truth. It is embedded into the writer at build time and run on every
 -- new database; metadata.schema_version holds kSchemaVersion (src/output/records.hpp).
@@ -190,6 +191,102 @@ CREATE TABLE replay_phases (
   seq INTEGER  -- arrival order (see the top)
 );
 CREATE INDEX replay_phases_by_dispatch ON replay_phases (app_pass, dispatch_id);
+
+-- Per-pass services (include/kreplay/services.h; kreplay --pc-sampling, --sass-metrics,
+-- --pm-sampling). An instruction is (agent_id, function, pc_offset): `function` is the mangled
+-- name of the function that holds it, `pc_offset` its offset there; `sass` has its text and
+-- source line. Each row belongs to the pass that collected it.
+
+-- PC sampling: samples of one instruction under one stall reason.
+CREATE TABLE pc_samples (
+  app_pass     INTEGER NOT NULL,
+  dispatch_id  INTEGER NOT NULL,
+  replay_pass  INTEGER NOT NULL,
+  function     TEXT NOT NULL,
+  pc_offset    INTEGER NOT NULL,
+  stall_reason TEXT NOT NULL,
+  samples      INTEGER NOT NULL,
+  agent_id     INTEGER NOT NULL,
+  kernel_id    INTEGER NOT NULL,
+  seq INTEGER,  -- arrival order (see the top)
+  PRIMARY KEY (app_pass, dispatch_id, replay_pass, function, pc_offset, stall_reason)
+) WITHOUT ROWID;
+
+-- SASS metrics: the exact count of one metric at one instruction.
+CREATE TABLE sass_metrics (
+  app_pass    INTEGER NOT NULL,
+  dispatch_id INTEGER NOT NULL,
+  replay_pass INTEGER NOT NULL,
+  function    TEXT NOT NULL,
+  pc_offset   INTEGER NOT NULL,
+  metric      TEXT NOT NULL,
+  value       REAL,
+  agent_id    INTEGER NOT NULL,
+  kernel_id   INTEGER NOT NULL,
+  seq INTEGER,  -- arrival order (see the top)
+  PRIMARY KEY (app_pass, dispatch_id, replay_pass, function, pc_offset, metric)
+) WITHOUT ROWID;
+
+-- PM sampling: one metric over one interval of a pass; timestamp_ns is the interval's end.
+CREATE TABLE pm_samples (
+  app_pass     INTEGER NOT NULL,
+  dispatch_id  INTEGER NOT NULL,
+  replay_pass  INTEGER NOT NULL,
+  metric       TEXT NOT NULL,
+  timestamp_ns INTEGER NOT NULL,
+  value        REAL,
+  agent_id     INTEGER NOT NULL,
+  kernel_id    INTEGER NOT NULL,
+  seq INTEGER,  -- arrival order (see the top)
+  PRIMARY KEY (app_pass, dispatch_id, replay_pass, metric, timestamp_ns)
+) WITHOUT ROWID;
+
+-- The instructions the services named: text, source file and line (0 and '' when unknown).
+CREATE TABLE sass (
+  app_pass    INTEGER NOT NULL,
+  agent_id    INTEGER NOT NULL,
+  function    TEXT NOT NULL,
+  pc_offset   INTEGER NOT NULL,
+  instruction TEXT NOT NULL,
+  source_file TEXT NOT NULL,
+  source_line INTEGER NOT NULL,
+  PRIMARY KEY (app_pass, agent_id, function, pc_offset)
+) WITHOUT ROWID;
+
+-- PC samples summed per kernel, source line and stall reason (over every dispatch and pass).
+CREATE VIEW pc_samples_by_line AS
+SELECT p.app_pass, p.kernel_id, k.demangled_name AS kernel_name, s.source_file, s.source_line,
+       p.stall_reason, SUM(p.samples) AS samples
+FROM pc_samples p
+LEFT JOIN sass s ON s.app_pass = p.app_pass AND s.agent_id = p.agent_id
+  AND s.function = p.function AND s.pc_offset = p.pc_offset
+LEFT JOIN kernels k ON k.app_pass = p.app_pass AND k.kernel_id = p.kernel_id
+GROUP BY p.app_pass, p.kernel_id, s.source_file, s.source_line, p.stall_reason;
+
+-- PC samples summed per kernel and stall reason.
+CREATE VIEW pc_samples_by_kernel AS
+SELECT p.app_pass, p.kernel_id, k.demangled_name AS kernel_name, p.stall_reason,
+       SUM(p.samples) AS samples
+FROM pc_samples p
+LEFT JOIN kernels k ON k.app_pass = p.app_pass AND k.kernel_id = p.kernel_id
+GROUP BY p.app_pass, p.kernel_id, p.stall_reason;
+
+-- SASS metrics summed per kernel, source line and metric (over every dispatch and pass).
+CREATE VIEW sass_metrics_by_line AS
+SELECT m.app_pass, m.kernel_id, k.demangled_name AS kernel_name, s.source_file, s.source_line,
+       m.metric, SUM(m.value) AS value
+FROM sass_metrics m
+LEFT JOIN sass s ON s.app_pass = m.app_pass AND s.agent_id = m.agent_id
+  AND s.function = m.function AND s.pc_offset = m.pc_offset
+LEFT JOIN kernels k ON k.app_pass = m.app_pass AND k.kernel_id = m.kernel_id
+GROUP BY m.app_pass, m.kernel_id, s.source_file, s.source_line, m.metric;
+
+-- SASS metrics summed per kernel and metric.
+CREATE VIEW sass_metrics_by_kernel AS
+SELECT m.app_pass, m.kernel_id, k.demangled_name AS kernel_name, m.metric, SUM(m.value) AS value
+FROM sass_metrics m
+LEFT JOIN kernels k ON k.app_pass = m.app_pass AND k.kernel_id = m.kernel_id
+GROUP BY m.app_pass, m.kernel_id, m.metric;
 
 -- Long layout, one row per counter value per pass, with the dispatch and pass it belongs to
 -- (the SQL twin of counter_collection.csv).

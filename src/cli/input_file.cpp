@@ -550,6 +550,20 @@ class JobReader {
       ASSIGN_OR_RETURN(job_->timing_pass, v.boolean());
     } else if (key == "timing_pass_flush_cache") {
       ASSIGN_OR_RETURN(job_->timing_pass_flush_cache, v.boolean());
+    } else if (key == "pc_sampling" || key == "source_counters") {
+      ASSIGN_OR_RETURN(bool on, v.boolean());
+      (key == "pc_sampling" ? job_->pc_sampling : job_->source_counters) = on;
+    } else if (key == "pc_sampling_period") {
+      ASSIGN_OR_RETURN(uint64_t period, v.unsigned_integer(5));
+      if (period > 31)
+        return InvalidArgument(fmt::format("{}: 2^{} cycles; use 5 to 31", what, period));
+      job_->pc_sampling_period = period;
+    } else if (key == "sass_metrics" || key == "pm_sampling") {
+      ASSIGN_OR_RETURN(auto names, v.name_list());
+      RETURN_IF_ERROR(check_counter_names(what, names));
+      (key == "sass_metrics" ? job_->sass_metrics : job_->pm_sampling) = std::move(names);
+    } else if (key == "pm_sampling_interval") {
+      ASSIGN_OR_RETURN(job_->pm_sampling_interval, v.unsigned_integer(1));
     } else if (key == "replay_mode") {
       ASSIGN_OR_RETURN(std::string text, v.text());
       ASSIGN_OR_RETURN(s.replay_mode, parse_replay_mode_value(what, text));

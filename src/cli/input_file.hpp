@@ -6,7 +6,8 @@
 // The format is documented, key by key, in share/kreplay/input-schema.json; a unit test checks
 // that the schema and kJobKeys / the enum name lists agree. Each job's keys are the command-line
 // options in snake_case, plus the input-only keys pmc_groups, pmc_group_interval, timing_pass and
-// timing_pass_* (see plan.hpp for what a job means in each job_replay_mode).
+// timing_pass_*, and the per-pass services' keys (pc_sampling, sass_metrics, source_counters,
+// pm_sampling and their settings; see plan.hpp for what a job means in each job_replay_mode).
 //
 // Errors are one line. Syntax errors are "file:line:column: message"; a bad key or value is
 // "file:line:column: jobs[2].launch_skip: message" (YAML and JSON both give the position of the
@@ -41,7 +42,7 @@ inline constexpr std::array<std::string_view, 3> kTopLevelKeys = {"$schema", "jo
                                                                   "jobs"};
 
 /// Keys accepted in a job, in the order the schema documents them.
-inline constexpr std::array<std::string_view, 28> kJobKeys = {
+inline constexpr std::array<std::string_view, 34> kJobKeys = {
     "pmc",
     "pmc_groups",
     "pmc_group_interval",
@@ -51,6 +52,12 @@ inline constexpr std::array<std::string_view, 28> kJobKeys = {
     "section_folder",
     "timing_pass",
     "timing_pass_flush_cache",
+    "pc_sampling",
+    "pc_sampling_period",
+    "sass_metrics",
+    "source_counters",
+    "pm_sampling",
+    "pm_sampling_interval",
     "replay_mode",
     "range_markers",
     "replay_memory",
@@ -90,6 +97,13 @@ struct JobSpec {
   std::optional<uint64_t> pmc_group_interval;
   std::optional<bool> timing_pass;
   std::optional<bool> timing_pass_flush_cache;
+  // Per-pass services (job_replay_mode: kernel): a job selects one of them instead of pmc.
+  std::optional<bool> pc_sampling;
+  std::optional<uint64_t> pc_sampling_period;
+  std::optional<std::vector<std::string>> sass_metrics;
+  std::optional<bool> source_counters;
+  std::optional<std::vector<std::string>> pm_sampling;
+  std::optional<uint64_t> pm_sampling_interval;
 
   std::vector<std::string> keys;          ///< the keys present, in file order
   std::map<std::string, Mark> key_marks;  ///< where each key is

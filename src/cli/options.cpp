@@ -11,6 +11,7 @@
 #include "cli/filter.hpp"
 #include "cli/option_words.hpp"
 #include "cli/output_path.hpp"
+#include "cli/service_options.hpp"
 #include "cli/text.hpp"
 #include "common/util.hpp"
 #include "kreplay/kreplay.h"
@@ -39,6 +40,7 @@ struct Raw {
   std::string chip;
   std::string log_level;
   bool quiet = false, version = false;
+  ServiceRaw services;
 };
 
 // Help within 100 columns: CLI11 2.1 does not wrap option descriptions, so wrap them here.
@@ -157,6 +159,8 @@ void add_options(CLI::App& app, Raw& r) {
                  "Also read the section files (*.yaml, sets.yaml) of this folder")
       ->type_name("DIR")
       ->group(counters);
+
+  add_service_options(app, r.services);
 
   const char* replay = "Replay";
   app.add_option("--replay-mode", r.replay_mode,
@@ -414,6 +418,8 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
       return InvalidArgument("--section-folder is empty; give a folder of section files");
     s.section_folder = r.section_folder;
   }
+
+  RETURN_IF_ERROR(to_service_options(app, r.services, o));
 
   // Replay.
   if (given("--replay-mode")) {

@@ -21,6 +21,11 @@ struct CliOptions {
   std::vector<std::vector<std::string>> pmc;
   /// -i/--input FILE.
   std::optional<std::string> input_file;
+  /// Per-pass services (--timing-pass, --pc-sampling, --sass-metrics / --source-counters,
+  /// --pm-sampling), one PassSpec each in that order, with --<service>-pass-position as
+  /// after_counters; make_run_plan places them (services_plan.hpp).
+  std::vector<PassSpec> service_passes;
+  ServiceOptions services;
   /// --kernel-replay-beta-enabled was given (accepted and ignored, as rocprofv3 requires it).
   bool kernel_replay_beta_enabled = false;
 

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
 #include "cli/filter.hpp"
+#include "cli/job_services.hpp"
 #include "cli/output_path.hpp"
+#include "cli/service_options.hpp"
 #include "cli/text.hpp"
 #include "common/util.hpp"
 #include "report/sections.hpp"
@@ -27,6 +30,9 @@ struct Unit {
   bool groups_from_cli = false;
   std::optional<RotationSpec> rotation;
   std::optional<PassSpec> timing;
+  // Per-pass services from the command line (placed by place_service_passes): they are something
+  // named, so no default set is collected, and kernel replay needs no counters for them.
+  bool services = false;
   // The replay mode (and range markers) came from the command line, not from the job: they apply
   // to the job's counters, and a job without counters runs as it would without them (rocprofv3:
   // "input files are unaffected by the flag").
@@ -111,7 +117,8 @@ Status choose_sections(Unit& u, const CliOptions& o, bool allow_default,
                        std::vector<std::string>* notes) {
   const RunSettings& s = u.settings;
   const bool given = s.metric_set || s.sections;
-  const bool nothing_named = u.groups.empty() && !s.metrics && !given && !u.rotation && !u.timing;
+  const bool nothing_named =
+      u.groups.empty() && !s.metrics && !given && !u.rotation && !u.timing && !u.services;
   const bool default_set =
       allow_default && nothing_named &&
       !(s.replay_mode && *s.replay_mode == ReplayMode::kApplication);
@@ -295,7 +302,7 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
     return Status::Ok();
   }
 
-  if (u.groups.empty() && !has_metrics && !has_sections) {
+  if (u.groups.empty() && !has_metrics && !has_sections && !u.services) {
     return InvalidArgument(prefixed(
         u, "replay_mode",
         fmt::format("{} {} replays launches to collect counters, but there are none; add {}, "
@@ -316,6 +323,7 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
 Status application_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolConfig>* runs,
                         std::vector<std::string>* notes) {
   for (const JobSpec& job : file.jobs) {
+    RETURN_IF_ERROR(check_no_service_keys(file, job));
     Unit u;
     u.origin = fmt::format("{}, {}", file.path, file.job_label(job));
     // Point at the key when the job has it; a value that came from the command line is
@@ -414,7 +422,8 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
   RunSettings merged;
   std::vector<std::vector<std::string>> groups;
   std::vector<PassSpec> passes;
-  std::optional<size_t> timing_job;
+  std::map<PassKind, size_t> service_jobs;  // kind -> the job that has it (one per run)
+  ServiceOptions services;
   for (const JobSpec& job : file.jobs) {
     for (const char* key : {"metrics", "set", "section"}) {
       if (job.has(key)) {
@@ -433,41 +442,21 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
                         file.where(job, key), key));
       }
     }
-    const bool counters = job.pmc.has_value();
-    const bool timing = job.timing_pass.value_or(false);
-    if (counters && timing) {
-      return InvalidArgument(
-          fmt::format("{}: selects both pmc and timing_pass; a pass collects one "
-                      "service, so split it into two jobs",
-                      file.where(job)));
-    }
-    if (!counters && !timing) {
-      return InvalidArgument(
-          fmt::format("{}: collects nothing; in job_replay_mode: kernel each job is "
-                      "one pass, so give it pmc (a counter group) or timing_pass: true",
-                      file.where(job)));
-    }
-    if (counters) {
-      for (const std::string& key : job.keys) {
-        if (key.rfind("timing_pass_", 0) == 0) {
-          return InvalidArgument(
-              fmt::format("{}: {} configures the timing pass, but this is a counter "
-                          "job; move it to the job with timing_pass: true",
-                          file.where(job, key), key));
-        }
-      }
+    // The one pass service the job selects (job_services.cpp).
+    ASSIGN_OR_RETURN(JobService service, job_service(file, job));
+    if (service.kind == PassKind::kCounters) {
       passes.push_back(PassSpec{PassKind::kCounters, static_cast<int32_t>(groups.size()), false});
       groups.push_back(*job.pmc);
     } else {
-      if (timing_job) {
+      if (auto first = service_jobs.find(service.kind); first != service_jobs.end()) {
         return InvalidArgument(
-            fmt::format("{}: a second timing job ({} is the first); a run has at "
-                        "most one timing pass",
-                        file.where(job, "timing_pass"), file.job_label(file.jobs[*timing_job])));
+            fmt::format("{}: a second {} job ({} is the first); a run has at most one {} pass",
+                        file.where(job, service.key), service.noun,
+                        file.job_label(file.jobs[first->second]), service.noun));
       }
-      timing_job = job.index;
-      passes.push_back(
-          PassSpec{PassKind::kTiming, -1, job.timing_pass_flush_cache.value_or(false)});
+      service_jobs[service.kind] = job.index;
+      passes.push_back(PassSpec{service.kind, -1, job.timing_pass_flush_cache.value_or(false)});
+      add_job_settings(job, &services);
     }
     if (auto conflict = merge_settings(merged, job.settings)) {
       return InvalidArgument(
@@ -479,11 +468,11 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
                       file.job_label(job), conflict->second));
     }
   }
-  if (groups.empty()) {
+  if (groups.empty() && passes.size() < 2) {
     return InvalidArgument(
-        fmt::format("{}: job_replay_mode: kernel needs at least one job with pmc; a "
-                    "timing pass alone needs no replay, so drop job_replay_mode",
-                    mode_where));
+        fmt::format("{}: job_replay_mode: kernel needs at least one job with pmc (or two "
+                    "service jobs); a {} pass alone needs no replay, so drop job_replay_mode",
+                    mode_where, to_string(passes.front().kind)));
   }
   if (auto conflict = merge_settings(merged, o.settings)) {
     return InvalidArgument(
@@ -523,6 +512,7 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
   c.replay_mode = mode;
   c.pmc_groups = std::move(groups);
   c.passes = std::move(passes);
+  c.services = std::move(services);
   runs->push_back(std::move(c));
   return Status::Ok();
 }
@@ -577,6 +567,7 @@ Result<RunPlan> make_run_plan(const CliOptions& options, const InputFile* input)
     u.settings = options.settings;
     u.groups = options.pmc;
     u.groups_from_cli = true;
+    u.services = !options.service_passes.empty();
     RETURN_IF_ERROR(choose_sections(u, options, /*allow_default=*/true, &plan.notes));
     RETURN_IF_ERROR(expand_unit(u, options.command, &runs));
   } else if (input->job_replay_mode == JobReplayMode::kKernel) {
@@ -584,6 +575,8 @@ Result<RunPlan> make_run_plan(const CliOptions& options, const InputFile* input)
   } else {
     RETURN_IF_ERROR(application_jobs(options, *input, &runs, &plan.notes));
   }
+
+  RETURN_IF_ERROR(place_service_passes(options, input != nullptr, &runs, &plan.notes));
 
   const size_t total = runs.size();
   bool warned_output = false;

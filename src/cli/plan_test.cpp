@@ -566,7 +566,7 @@ TEST(PlanKernelJobs, RejectJobWithNeitherService) {
   std::string m =
       fold_error("job_replay_mode: kernel\njobs:\n  - pmc: A\n  - kernel_trace: true\n");
   EXPECT_HAS(m, "jobs.yaml:4:5: jobs[1]: collects nothing");
-  EXPECT_HAS(m, "give it pmc (a counter group) or timing_pass: true");
+  EXPECT_HAS(m, "give it pmc (a counter group), timing_pass: true, pc_sampling: true");
   m = fold_error("job_replay_mode: kernel\njobs:\n  - pmc: A\n  - timing_pass: false\n");
   EXPECT_HAS(m, "jobs[1]: collects nothing");
 }

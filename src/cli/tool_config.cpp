@@ -29,7 +29,9 @@ constexpr std::array<ReplayMode, 3> kReplayModes = {ReplayMode::kKernel, ReplayM
 constexpr std::array<ReplayMemory, 2> kReplayMemories = {ReplayMemory::kAll, ReplayMemory::kArgs};
 constexpr std::array<GraphProfiling, 2> kGraphProfilings = {GraphProfiling::kNode,
                                                             GraphProfiling::kGraph};
-constexpr std::array<PassKind, 2> kPassKinds = {PassKind::kCounters, PassKind::kTiming};
+constexpr std::array<PassKind, 5> kPassKinds = {PassKind::kCounters, PassKind::kTiming,
+                                                PassKind::kPcSampling, PassKind::kSassMetrics,
+                                                PassKind::kPmSampling};
 constexpr std::array<OutputFormat, 4> kOutputFormats = {
     OutputFormat::kSqlite, OutputFormat::kCsv, OutputFormat::kJson, OutputFormat::kPerfetto};
 
@@ -124,7 +126,8 @@ std::string_view to_string(GraphProfiling graph_profiling) {
 }
 
 std::string_view to_string(PassKind kind) {
-  return kind == PassKind::kTiming ? "timing" : "counters";
+  const auto i = static_cast<size_t>(kind);
+  return i < kPassKindNames.size() ? kPassKindNames[i] : "?";
 }
 
 std::string_view to_string(OutputFormat format) {
@@ -162,7 +165,8 @@ void to_json(json& j, const ToolConfig& c) {
   for (const PassSpec& p : c.passes) {
     passes.push_back(json{{"kind", std::string(to_string(p.kind))},
                           {"group", p.group},
-                          {"flush_cache", p.flush_cache}});
+                          {"flush_cache", p.flush_cache},
+                          {"after_counters", p.after_counters}});
   }
   j = json{{"schema_version", c.schema_version},
            {"pmc_groups", c.pmc_groups},
@@ -170,6 +174,10 @@ void to_json(json& j, const ToolConfig& c) {
            {"replay_mode", std::string(to_string(c.replay_mode))},
            {"range_markers", c.range_markers},
            {"passes", passes},
+           {"services", json{{"pc_sampling_period", c.services.pc_sampling_period},
+                             {"sass_metrics", c.services.sass_metrics},
+                             {"pm_metrics", c.services.pm_metrics},
+                             {"pm_interval_ns", c.services.pm_interval_ns}}},
            {"rotation", json{{"groups", c.rotation.groups}, {"interval", c.rotation.interval}}},
            {"filters", filters_to_json(c.filters)},
            {"output", output_to_json(c.output)},
@@ -205,6 +213,7 @@ void from_json(const json& j, ToolConfig& c) {
     pass.kind = enum_at<PassKind>(p, "kind", &parse_pass_kind);
     p.at("group").get_to(pass.group);
     p.at("flush_cache").get_to(pass.flush_cache);
+    p.at("after_counters").get_to(pass.after_counters);
     if (pass.kind == PassKind::kCounters &&
         (pass.group < 0 || static_cast<size_t>(pass.group) >= out.pmc_groups.size())) {
       throw json::other_error::create(
@@ -212,6 +221,11 @@ void from_json(const json& j, ToolConfig& c) {
     }
     out.passes.push_back(pass);
   }
+  const json& services = j.at("services");
+  services.at("pc_sampling_period").get_to(out.services.pc_sampling_period);
+  services.at("sass_metrics").get_to(out.services.sass_metrics);
+  services.at("pm_metrics").get_to(out.services.pm_metrics);
+  services.at("pm_interval_ns").get_to(out.services.pm_interval_ns);
   const json& rotation = j.at("rotation");
   rotation.at("groups").get_to(out.rotation.groups);
   rotation.at("interval").get_to(out.rotation.interval);

@@ -54,8 +54,11 @@ enum class GraphProfiling {
 
 /// The service one replay pass runs.
 enum class PassKind {
-  kCounters,  ///< a hardware-counter group (PassSpec::group indexes ToolConfig::pmc_groups)
-  kTiming,    ///< clean kernel timing, counters locally stopped
+  kCounters,     ///< a hardware-counter group (PassSpec::group indexes ToolConfig::pmc_groups)
+  kTiming,       ///< clean kernel timing, every other service locally stopped
+  kPcSampling,   ///< PC sampling (ToolConfig::services.pc_sampling_period)
+  kSassMetrics,  ///< SASS metrics (ToolConfig::services.sass_metrics)
+  kPmSampling,   ///< PM sampling (ToolConfig::services.pm_metrics, pm_interval_ns)
 };
 
 /// Output formats a run writes.
@@ -69,7 +72,8 @@ inline constexpr std::array<std::string_view, 2> kReplayMemoryNames = {"all", "a
 inline constexpr std::array<std::string_view, 2> kGraphProfilingNames = {"node", "graph"};
 inline constexpr std::array<std::string_view, 4> kOutputFormatNames = {"sqlite", "csv", "json",
                                                                        "perfetto"};
-inline constexpr std::array<std::string_view, 2> kPassKindNames = {"counters", "timing"};
+inline constexpr std::array<std::string_view, 5> kPassKindNames = {
+    "counters", "timing", "pc_sampling", "sass_metrics", "pm_sampling"};
 /// Log levels the command accepts by name (common/logging.hpp also takes 0-4).
 inline constexpr std::array<std::string_view, 6> kLogLevelNames = {"quiet", "error", "warning",
                                                                    "info",  "debug", "trace"};
@@ -104,8 +108,24 @@ struct PassSpec {
   int32_t group = -1;  ///< kCounters: index into ToolConfig::pmc_groups; -1 otherwise
   bool flush_cache =
       false;  ///< kTiming: flush the caches before the pass (timing_pass_flush_cache)
+  /// -1: the pass stands where it is in ToolConfig::passes (input files). K >= 0 (the command
+  /// line's services): after K counter passes of the agent, kAfterAllCounters after all of them;
+  /// the tool places it, since on CUDA only the device knows how many passes the counters take.
+  int32_t after_counters = -1;
+  static constexpr int32_t kAfterAllCounters = INT32_MAX;
 
   bool operator==(const PassSpec&) const = default;
+};
+
+/// Settings of the per-pass services (include/kreplay/services.h); a service runs when a PassSpec
+/// of its kind is in ToolConfig::passes.
+struct ServiceOptions {
+  uint32_t pc_sampling_period = 0;        ///< log2 cycles, 5..31; 0: the SDK's default
+  std::vector<std::string> sass_metrics;  ///< empty: the default per-instruction set
+  std::vector<std::string> pm_metrics;
+  uint64_t pm_interval_ns = 0;  ///< 0: the SDK's default
+
+  bool operator==(const ServiceOptions&) const = default;
 };
 
 /// Counter-group rotation without replay (input-file pmc_groups / pmc_group_interval): launch n
@@ -151,6 +171,7 @@ struct ToolConfig {
   /// has at most one entry (this run's pass); in kernel and range replay, more than one entry
   /// means the launch is replayed. Empty: no placed pass (metrics only, rotation, or trace only).
   std::vector<PassSpec> passes;
+  ServiceOptions services;
 
   RotationSpec rotation;
   FilterOptions filters;

@@ -89,6 +89,7 @@ struct CounterValue {
 };
 
 class Launch;
+class PassService;
 
 /// Counter collection on a device. Optional: Device::counters() may return nullptr.
 class CounterBackend {
@@ -253,6 +254,13 @@ class Device {
 
   /// Counter collection, or nullptr when the device has none.
   virtual CounterBackend* counters() { return nullptr; }
+
+  /// The per-pass service of @p kind (a kreplay_pass_service_kind_t, see service.hpp), or
+  /// nullptr when the device has none.
+  virtual PassService* service(int kind) {
+    (void)kind;
+    return nullptr;
+  }
 };
 
 }  // namespace kreplay::device

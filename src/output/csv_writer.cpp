@@ -54,12 +54,16 @@ uint64_t volume(const Dim3& d) {
 
 Result<std::unique_ptr<CsvWriter>> CsvWriter::create(const std::string& long_path,
                                                      const std::string& wide_path,
-                                                     const std::string& trace_path) {
+                                                     const std::string& trace_path,
+                                                     const std::string& services_path) {
   std::unique_ptr<CsvWriter> w(new CsvWriter());
   ASSIGN_OR_RETURN(w->long_, OutputFile::create(long_path));
   ASSIGN_OR_RETURN(w->wide_, OutputFile::create(wide_path));
   if (!trace_path.empty()) {
     ASSIGN_OR_RETURN(w->trace_, OutputFile::create(trace_path));
+  }
+  if (!services_path.empty()) {
+    ASSIGN_OR_RETURN(w->services_, OutputFile::create(services_path));
   }
   return w;
 }
@@ -67,6 +71,7 @@ Result<std::unique_ptr<CsvWriter>> CsvWriter::create(const std::string& long_pat
 std::vector<std::string> CsvWriter::output_files() const {
   std::vector<std::string> out = {long_->path(), wide_->path()};
   if (trace_) out.push_back(trace_->path());
+  if (services_) out.push_back(services_->path());
   return out;
 }
 
@@ -77,6 +82,7 @@ Status CsvWriter::write_headers() {
   RETURN_IF_ERROR(wide_->write(header_line(kWideColumns, counters_)));
   header_counters_ = counters_.size();
   if (trace_) RETURN_IF_ERROR(trace_->write(header_line(kTraceColumns)));
+  if (services_) RETURN_IF_ERROR(services_->write(header_line(kServiceColumns)));
   return Status::Ok();
 }
 
@@ -208,6 +214,16 @@ Status CsvWriter::allocation(const AllocationRecord&) {
   return Status::Ok();
 }
 
+Status CsvWriter::service_sample(const ServiceSampleRecord& r) {
+  if (!services_) return Status::Ok();
+  RETURN_IF_ERROR(write_headers());
+  Row row;
+  row.text(r.service).num(r.dispatch_id).num(r.replay_pass).num(r.agent_id).num(r.kernel_id);
+  row.text(r.function).num(r.pc_offset).text(r.instruction).text(r.source_file);
+  row.num(r.source_line).text(r.name).num(r.timestamp_ns).real(r.value).num(r.app_pass);
+  return services_->write(row.done());
+}
+
 Status CsvWriter::replay_phase(const ReplayPhaseRecord&) {
   return Status::Ok();
 }
@@ -218,6 +234,7 @@ Status CsvWriter::flush() {
   RETURN_IF_ERROR(long_->flush());
   RETURN_IF_ERROR(wide_->flush());
   if (trace_) RETURN_IF_ERROR(trace_->flush());
+  if (services_) RETURN_IF_ERROR(services_->flush());
   return Status::Ok();
 }
 
@@ -236,6 +253,7 @@ Status CsvWriter::finish(const RunSummary&) {
   RETURN_IF_ERROR(long_->close());
   RETURN_IF_ERROR(wide_->close());
   if (trace_) RETURN_IF_ERROR(trace_->close());
+  if (services_) RETURN_IF_ERROR(services_->close());
   if (counters_.size() != header_counters_) {
     RETURN_IF_ERROR(rewrite_csv_header(wide_->path(), header_line(kWideColumns, counters_),
                                        kWideColumns.size() + counters_.size()));

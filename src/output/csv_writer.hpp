@@ -8,6 +8,10 @@
 //       seen in records (appended; at finish the header is rewritten and earlier rows padded).
 //   <stem>_kernel_trace.csv             (only when OutputConfig::kernel_trace) one row per executed
 //       pass (kTraceColumns); a dispatch without pass records gets one row with Replay_Pass 0.
+//   <stem>_pass_services.csv            (only when OutputConfig::pass_services) one row per value
+//       of a per-pass service (PC sampling, SASS metrics, PM sampling), written as it arrives
+//       (kServiceColumns): the instruction with its source line, the stall reason or metric
+//       (Name), Timestamp_Ns (PM sampling) and Value.
 //
 // CUDA units: Grid_Size* count blocks (rocprofv3 counts work-items), Block_Size* count threads,
 // Cluster_Size* count blocks, Registers_Per_Thread, shared memory sizes in bytes, timestamps in
@@ -125,9 +129,15 @@ class CsvWriter final : public Writer {
                                                                 "Counter_Status"};
 
   /// Create the files; @p trace_path "" means no kernel trace file.
+  static constexpr std::array<const char*, 14> kServiceColumns = {
+      "Service",  "Dispatch_Id",  "Replay_Pass", "Agent_Id",    "Kernel_Id",
+      "Function", "Pc_Offset",    "Instruction", "Source_File", "Source_Line",
+      "Name",     "Timestamp_Ns", "Value",       "App_Pass"};
+
   static Result<std::unique_ptr<CsvWriter>> create(const std::string& long_path,
                                                    const std::string& wide_path,
-                                                   const std::string& trace_path);
+                                                   const std::string& trace_path,
+                                                   const std::string& services_path = "");
 
   Status begin(const RunInfo& run) override;
   Status device(const DeviceRecord& record) override;
@@ -135,6 +145,7 @@ class CsvWriter final : public Writer {
   Status dispatch(const DispatchRecord& record) override;
   Status pass(const PassRecord& record) override;
   Status counter(const CounterRecord& record) override;
+  Status service_sample(const ServiceSampleRecord& record) override;
   Status allocation(const AllocationRecord& record) override;
   Status replay_phase(const ReplayPhaseRecord& record) override;
   Status flush() override;
@@ -147,7 +158,7 @@ class CsvWriter final : public Writer {
   Status write_rows(const DispatchRecord& dispatch, const PendingDispatch& pending);
   Status rewrite_wide_header();
 
-  std::unique_ptr<OutputFile> long_, wide_, trace_;
+  std::unique_ptr<OutputFile> long_, wide_, trace_, services_;
   PendingDispatches pending_;
   KernelNames kernel_names_;
   uint64_t pid_ = 0;

@@ -130,6 +130,18 @@ Status JsonWriter::counter(const CounterRecord& r) {
   return add(kCounters, o.done());
 }
 
+Status JsonWriter::service_sample(const ServiceSampleRecord& r) {
+  JsonObject o;
+  o.field("service", r.service).field("dispatch_id", r.dispatch_id);
+  o.field("replay_pass", r.replay_pass).field("agent_id", r.agent_id);
+  o.field("kernel_id", r.kernel_id).field("function", r.function);
+  o.field("pc_offset", r.pc_offset).field("instruction", r.instruction);
+  o.field("source_file", r.source_file).field("source_line", r.source_line);
+  o.field("name", r.name).field("timestamp_ns", r.timestamp_ns).field("value", r.value);
+  o.field("app_pass", r.app_pass);
+  return add(kServiceSamples, o.done());
+}
+
 Status JsonWriter::allocation(const AllocationRecord& r) {
   JsonObject o;
   o.field("agent_id", r.agent_id).field("operation", r.operation).field("kind", r.kind);

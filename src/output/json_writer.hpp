@@ -2,7 +2,11 @@
 //
 //   {"schema_version":1, "format":"kreplay results", "run":{...},
 //    "devices":[...], "kernels":[...], "dispatches":[...], "passes":[...], "counters":[...],
-//    "allocations":[...], "replay_phases":[...], "summary":{...}}
+//    "allocations":[...], "replay_phases":[...], "service_samples":[...], "summary":{...}}
+//
+// service_samples: one record per value of a per-pass service (PC sampling, SASS metrics, PM
+// sampling), with "service", the instruction ("function", "pc_offset", "instruction",
+// "source_file", "source_line"), "name" (stall reason or metric), "timestamp_ns" and "value".
 //
 // One record per line, fields named as in records.hpp; every pass-level record (passes,
 // counters) carries "replay_pass", restore phases "after_pass"; launch dimensions are
@@ -36,6 +40,7 @@ class JsonWriter final : public Writer {
   Status counter(const CounterRecord& record) override;
   Status allocation(const AllocationRecord& record) override;
   Status replay_phase(const ReplayPhaseRecord& record) override;
+  Status service_sample(const ServiceSampleRecord& record) override;
   Status flush() override;
   Status finish(const RunSummary& summary) override;
   std::vector<std::string> output_files() const override;
@@ -49,10 +54,12 @@ class JsonWriter final : public Writer {
     kCounters,
     kAllocations,
     kPhases,
+    kServiceSamples,
     kCount
   };
   static constexpr std::array<const char*, kCount> kSectionNames = {
-      "devices", "kernels", "dispatches", "passes", "counters", "allocations", "replay_phases"};
+      "devices",  "kernels",     "dispatches",    "passes",
+      "counters", "allocations", "replay_phases", "service_samples"};
 
   JsonWriter() = default;
   Status add(Section section, const std::string& json);

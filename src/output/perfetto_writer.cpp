@@ -132,6 +132,16 @@ Status PerfettoWriter::counter(const CounterRecord& r) {
   return Status::Ok();
 }
 
+Status PerfettoWriter::service_sample(const ServiceSampleRecord& r) {
+  if (r.service != "pm_sampling") return Status::Ok();
+  ASSIGN_OR_RETURN(int pid, pid_for(r.agent_id));
+  JsonObject args;
+  args.field(kernel_names_(r.kernel_id), r.value);
+  return event(fmt::format(R"j({{"name":{},"ph":"C","ts":{},"pid":{},"tid":0,"args":{}}})j",
+                           json_string("PM " + r.name), format_us(r.timestamp_ns), pid,
+                           args.done()));
+}
+
 Status PerfettoWriter::pass(const PassRecord& r) {
   pending_.add(r);
   return Status::Ok();

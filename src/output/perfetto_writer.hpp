@@ -6,7 +6,9 @@
 // pass, named by the kernel (args: dispatch_id, replay_pass, correlation_id, outcome, reason,
 // grid/block/cluster [x,y,z], and "counters" collected on that pass), and "snapshot"/"restore"
 // slices of the replay window (cat "replay"). A per-device counter track "Tracked memory (bytes)"
-// follows allocations and frees. ts/dur are microseconds of the SDK clock with three decimals.
+// follows allocations and frees. PM samples (per-pass services) are counter tracks "PM <metric>"
+// of their device, one series per kernel (named by the kernel), a point at the end of each
+// sample's interval. ts/dur are microseconds of the SDK clock with three decimals.
 // otherData carries schema_version and the run information.
 //
 // Streaming: pass slices are written when the dispatch record arrives (it names the kernel);
@@ -38,6 +40,7 @@ class PerfettoWriter final : public Writer {
   Status dispatch(const DispatchRecord& record) override;
   Status pass(const PassRecord& record) override;
   Status counter(const CounterRecord& record) override;
+  Status service_sample(const ServiceSampleRecord& record) override;
   Status allocation(const AllocationRecord& record) override;
   Status replay_phase(const ReplayPhaseRecord& record) override;
   Status flush() override;

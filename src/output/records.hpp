@@ -17,7 +17,7 @@
 namespace kreplay::output {
 
 /// Version of every output format's schema; bump on any incompatible change.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 struct RunInfo {
   std::string kreplay_version;             // "0.1.0"
@@ -103,6 +103,24 @@ struct CounterRecord {
   uint64_t agent_id = 0;
   uint64_t kernel_id = 0;
   std::string name;
+  double value = 0.0;
+  uint32_t app_pass = 0;
+};
+
+/// One value of a per-pass service (include/kreplay/services.h) on one pass.
+struct ServiceSampleRecord {
+  std::string service;  // "pc_sampling", "sass_metrics" or "pm_sampling"
+  uint64_t dispatch_id = 0;
+  uint64_t replay_pass = 0;
+  uint64_t agent_id = 0;
+  uint64_t kernel_id = 0;
+  std::string function;  // mangled name of the function holding the instruction
+  uint64_t pc_offset = 0;
+  std::string instruction;  // "" for PM sampling
+  std::string source_file;
+  uint32_t source_line = 0;
+  std::string name;           // stall reason or metric
+  uint64_t timestamp_ns = 0;  // PM sampling: the interval's end
   double value = 0.0;
   uint32_t app_pass = 0;
 };

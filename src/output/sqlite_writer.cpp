@@ -274,7 +274,8 @@ std::string counter_views_sql(const std::vector<std::string>& counters) {
 struct SqliteWriter::Impl {
   Db db;
   Stmt run_insert, run_update, device_insert, kernel_insert, dispatch_insert, pass_insert,
-      counter_insert, allocation_insert, phase_insert;
+      counter_insert, allocation_insert, phase_insert, pc_insert, sass_metric_insert, pm_insert,
+      sass_insert;
   bool begun = false;
   bool finished = false;
   bool in_transaction = false;
@@ -374,6 +375,22 @@ struct SqliteWriter::Impl {
                      db.prepare("INSERT INTO replay_phases (app_pass, dispatch_id, agent_id, "
                                 "stream_id, phase, after_pass, start_ns, end_ns, bytes, seq) "
                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+    ASSIGN_OR_RETURN(pc_insert,
+                     db.prepare("INSERT INTO pc_samples (app_pass, dispatch_id, replay_pass, "
+                                "function, pc_offset, stall_reason, samples, agent_id, kernel_id, "
+                                "seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+    ASSIGN_OR_RETURN(sass_metric_insert,
+                     db.prepare("INSERT INTO sass_metrics (app_pass, dispatch_id, replay_pass, "
+                                "function, pc_offset, metric, value, agent_id, kernel_id, seq) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+    ASSIGN_OR_RETURN(pm_insert,
+                     db.prepare("INSERT INTO pm_samples (app_pass, dispatch_id, replay_pass, "
+                                "metric, timestamp_ns, value, agent_id, kernel_id, seq) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+    ASSIGN_OR_RETURN(sass_insert,
+                     db.prepare("INSERT OR IGNORE INTO sass (app_pass, agent_id, function, "
+                                "pc_offset, instruction, source_file, source_line) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
     return Status::Ok();
   }
 
@@ -381,7 +398,8 @@ struct SqliteWriter::Impl {
   Status close_cleanly() {
     Status status = commit();
     for (Stmt* stmt : {&run_insert, &run_update, &device_insert, &kernel_insert, &dispatch_insert,
-                       &pass_insert, &counter_insert, &allocation_insert, &phase_insert}) {
+                       &pass_insert, &counter_insert, &allocation_insert, &phase_insert, &pc_insert,
+                       &sass_metric_insert, &pm_insert, &sass_insert}) {
       *stmt = Stmt();
     }
     if (status.ok()) status = db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
@@ -498,6 +516,28 @@ Status SqliteWriter::counter(const CounterRecord& r) {
   return status;
 }
 
+Status SqliteWriter::service_sample(const ServiceSampleRecord& r) {
+  Impl& m = *impl_;
+  if (r.service == "pm_sampling") {
+    return m.insert(m.pm_insert, "PM sample", r.app_pass, r.dispatch_id, r.replay_pass, r.name,
+                    r.timestamp_ns, r.value, r.agent_id, r.kernel_id, ++m.seq);
+  }
+  const bool pc = r.service == "pc_sampling";
+  if (!pc && r.service != "sass_metrics") {
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                 fmt::format("no table for service '{}'", r.service));
+  }
+  RETURN_IF_ERROR(m.insert(m.sass_insert, "instruction", r.app_pass, r.agent_id, r.function,
+                           r.pc_offset, r.instruction, r.source_file, r.source_line));
+  if (pc) {
+    return m.insert(m.pc_insert, "PC sample", r.app_pass, r.dispatch_id, r.replay_pass, r.function,
+                    r.pc_offset, r.name, static_cast<uint64_t>(r.value), r.agent_id, r.kernel_id,
+                    ++m.seq);
+  }
+  return m.insert(m.sass_metric_insert, "SASS metric", r.app_pass, r.dispatch_id, r.replay_pass,
+                  r.function, r.pc_offset, r.name, r.value, r.agent_id, r.kernel_id, ++m.seq);
+}
+
 Status SqliteWriter::allocation(const AllocationRecord& r) {
   Impl& m = *impl_;
   return m.insert(m.allocation_insert, "allocation", r.app_pass, r.agent_id, r.operation, r.kind,
@@ -606,8 +646,9 @@ Result<std::string> dump_sqlite(const std::string& path) {
 
 namespace {
 
-constexpr const char* kMergedTables[] = {"run",    "devices",  "kernels",     "dispatches",
-                                         "passes", "counters", "allocations", "replay_phases"};
+constexpr const char* kMergedTables[] = {
+    "run",         "devices",       "kernels",    "dispatches",   "passes",     "counters",
+    "allocations", "replay_phases", "pc_samples", "sass_metrics", "pm_samples", "sass"};
 
 /// Column list of @p table in the main database, without the surrogate `id`.
 Result<std::string> table_columns(Db& db, const std::string& table) {

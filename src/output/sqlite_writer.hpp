@@ -31,6 +31,7 @@ class SqliteWriter final : public Writer {
   Status dispatch(const DispatchRecord& record) override;
   Status pass(const PassRecord& record) override;
   Status counter(const CounterRecord& record) override;
+  Status service_sample(const ServiceSampleRecord& record) override;
   Status allocation(const AllocationRecord& record) override;
   Status replay_phase(const ReplayPhaseRecord& record) override;
   Status flush() override;

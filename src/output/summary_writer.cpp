@@ -139,6 +139,7 @@ std::string SummaryWriter::render(const RunSummary& s) const {
       emit(cells[i], truncate_name(lines[i].name, kNameWidth));
     }
   }
+  out += render_instructions();
   std::string reasons;
   for (const auto& [reason, count] : s.declined_by_reason) {
     reasons += fmt::format("{}{}: {}", reasons.empty() ? " (" : ", ", reason, count);
@@ -152,6 +153,55 @@ std::string SummaryWriter::render(const RunSummary& s) const {
       "{}\n",
       kTag, s.launches, s.replayed, s.declined, reasons, s.not_selected, s.passes, lost,
       s.exit_code);
+  return out;
+}
+
+Status SummaryWriter::service_sample(const ServiceSampleRecord& r) {
+  const bool pc = r.service == "pc_sampling";
+  if (!pc && r.service != "sass_metrics") return Status::Ok();
+  if (!pc) {
+    if (sass_metric_.empty() || (r.name == "smsp__sass_inst_executed" && sass_metric_ != r.name))
+      sass_metric_ = r.name;
+    if (r.name != sass_metric_) return Status::Ok();
+  }
+  Instruction& in = instructions_[r.kernel_id][{r.function, r.pc_offset}];
+  if (in.text.empty()) {
+    const auto slash = r.source_file.rfind('/');
+    const std::string file =
+        slash == std::string::npos ? r.source_file : r.source_file.substr(slash + 1);
+    in.text =
+        file.empty() ? r.instruction : fmt::format("{}:{} {}", file, r.source_line, r.instruction);
+  }
+  (pc ? in.samples : in.sass) += r.value;
+  return Status::Ok();
+}
+
+std::string SummaryWriter::render_instructions() const {
+  std::string out;
+  for (const auto& [kernel, by_pc] : instructions_) {
+    std::vector<const Instruction*> all;
+    for (const auto& [key, in] : by_pc) all.push_back(&in);
+    auto top = [&](double Instruction::*field, const char* what) {
+      double total = 0;
+      for (const auto* in : all) total += in->*field;
+      if (total <= 0) return std::string();
+      std::vector<const Instruction*> sorted = all;
+      std::stable_sort(sorted.begin(), sorted.end(),
+                       [&](const auto* a, const auto* b) { return a->*field > b->*field; });
+      std::string text = fmt::format(" by {}:", what);
+      for (size_t i = 0; i < sorted.size() && i < kTopInstructions; ++i) {
+        if (sorted[i]->*field <= 0) break;
+        text += fmt::format("{} {} ({:.0f}%)", i ? "," : "", sorted[i]->text,
+                            100.0 * (sorted[i]->*field) / total);
+      }
+      return text;
+    };
+    const std::string pc = top(&Instruction::samples, "PC samples");
+    const std::string sass = top(&Instruction::sass, sass_metric_.c_str());
+    out += fmt::format("{}Top instructions of {}:{}{}{}\n", kTag,
+                       truncate_name(kernel_names_(kernel), kNameWidth), pc,
+                       !pc.empty() && !sass.empty() ? ";" : "", sass);
+  }
   return out;
 }
 

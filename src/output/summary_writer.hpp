@@ -9,6 +9,10 @@
 // a launch's counter value is the value of the lowest replay_pass that collected it, as in the
 // other formats' one-row-per-dispatch views. Memory: O(kernels x counters) plus the dispatches in
 // flight.
+//
+// With per-pass services, each kernel that has PC samples or SASS counts then gets one line of
+// its top kTopInstructions instructions by samples and by SASS count (smsp__sass_inst_executed,
+// else the first SASS metric seen), with their source lines (memory: O(instructions)).
 #pragma once
 
 #include <cstdio>
@@ -26,6 +30,7 @@ namespace kreplay::output {
 class SummaryWriter final : public Writer {
  public:
   static constexpr size_t kNameWidth = 60;
+  static constexpr size_t kTopInstructions = 3;
 
   /// @p stream is not owned and not closed.
   explicit SummaryWriter(FILE* stream) : stream_(stream) {}
@@ -38,6 +43,7 @@ class SummaryWriter final : public Writer {
   Status counter(const CounterRecord& record) override;
   Status allocation(const AllocationRecord& record) override;
   Status replay_phase(const ReplayPhaseRecord& record) override;
+  Status service_sample(const ServiceSampleRecord& record) override;
   Status flush() override;
   Status finish(const RunSummary& summary) override;
 
@@ -56,6 +62,12 @@ class SummaryWriter final : public Writer {
     std::map<std::string, Average> counters;
   };
   void account(const DispatchRecord& dispatch, const PendingDispatch& pending);
+  struct Instruction {
+    std::string text;  // "main.cpp:54 LDG.E.32"
+    double samples = 0, sass = 0;
+  };
+  /// The top-instruction lines of render().
+  std::string render_instructions() const;
 
   FILE* stream_;
   bool finished_ = false;
@@ -64,6 +76,8 @@ class SummaryWriter final : public Writer {
   KernelNames kernel_names_;
   std::map<uint64_t, KernelStats> stats_;  // by kernel_id
   PendingDispatches pending_;
+  std::map<uint64_t, std::map<std::pair<std::string, uint64_t>, Instruction>> instructions_;
+  std::string sass_metric_;  // the SASS metric ranked
 };
 
 }  // namespace kreplay::output

@@ -47,6 +47,9 @@ class MultiWriter final : public Writer {
   Status counter(const CounterRecord& r) override {
     return each("counter", [&](Writer& w) { return w.counter(r); });
   }
+  Status service_sample(const ServiceSampleRecord& r) override {
+    return each("service_sample", [&](Writer& w) { return w.service_sample(r); });
+  }
   Status allocation(const AllocationRecord& r) override {
     return each("allocation", [&](Writer& w) { return w.allocation(r); });
   }
@@ -155,10 +158,12 @@ Result<std::unique_ptr<Writer>> build(const OutputConfig& config) {
   }
   if (wanted.count("csv") != 0) {
     ASSIGN_OR_RETURN(
-        auto w, CsvWriter::create(output_path(config, "_counter_collection.csv"),
-                                  output_path(config, "_counter_collection_wide.csv"),
-                                  config.kernel_trace ? output_path(config, "_kernel_trace.csv")
-                                                      : std::string()));
+        auto w,
+        CsvWriter::create(
+            output_path(config, "_counter_collection.csv"),
+            output_path(config, "_counter_collection_wide.csv"),
+            config.kernel_trace ? output_path(config, "_kernel_trace.csv") : std::string(),
+            config.pass_services ? output_path(config, "_pass_services.csv") : std::string()));
     multi->add("csv", std::move(w));
   }
   if (wanted.count("json") != 0) {

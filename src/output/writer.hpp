@@ -37,6 +37,12 @@ class Writer {
   /// After the counters of that pass.
   virtual Status pass(const PassRecord& record) = 0;
   virtual Status counter(const CounterRecord& record) = 0;
+  /// A per-pass service's value, after its pass's counters. Only the SQLite writer keeps them
+  /// (pc_samples, sass_metrics, pm_samples, sass); the other formats ignore them for now.
+  virtual Status service_sample(const ServiceSampleRecord& record) {
+    (void)record;
+    return Status::Ok();
+  }
   virtual Status allocation(const AllocationRecord& record) = 0;
   virtual Status replay_phase(const ReplayPhaseRecord& record) = 0;
   /// Make everything written so far durable and readable by another process: SQLite commits,
@@ -59,6 +65,7 @@ struct OutputConfig {
   FILE* summary_stream = stderr;     ///< where the summary goes; not closed by the writer
   bool gzip_trace = false;           ///< perfetto: write <stem>_trace.json.gz
   bool kernel_trace = false;         ///< csv: also write <stem>_kernel_trace.csv
+  bool pass_services = false;        ///< csv: also write <stem>_pass_services.csv
 };
 
 /// The format names make_writer accepts.

@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "common/logging.hpp"
 #include "common/util.hpp"
 #include "kreplay/kreplay.h"
+#include "sdk/pass_services.hpp"
 #include "sdk/runtime.hpp"
 
 namespace {
@@ -77,6 +80,8 @@ constexpr StatusInfo kStatus[] = {
     {"KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES", "memory or another resource ran out"},
     {"KREPLAY_STATUS_ERROR_INTERNAL", "internal error in kreplay"},
     {"KREPLAY_STATUS_ERROR_DEVICE_FAULT", "the work failed on the device (a fault or an assert)"},
+    {"KREPLAY_STATUS_ERROR_SERVICE_CONFLICT",
+     "services that cannot share a pass were both on it; none of them collected on that pass"},
 };
 static_assert(sizeof(kStatus) / sizeof(kStatus[0]) == KREPLAY_STATUS_LAST,
               "every status code needs a name and a description");
@@ -400,6 +405,145 @@ kreplay_status_t kreplay_configure_dispatch_counting_service(
     kreplay::sdk::CountingService s{dispatch_callback, dispatch_callback_args, record_callback,
                                     record_callback_args};
     return report(Runtime::get().registry().configure_counting(context_id.handle, s));
+  });
+}
+
+const char* kreplay_get_pass_service_name(kreplay_pass_service_kind_t kind) {
+  switch (kind) {
+    case KREPLAY_PASS_SERVICE_PC_SAMPLING:
+      return "pc_sampling";
+    case KREPLAY_PASS_SERVICE_SASS_METRICS:
+      return "sass_metrics";
+    case KREPLAY_PASS_SERVICE_PM_SAMPLING:
+      return "pm_sampling";
+    default:
+      return nullptr;
+  }
+}
+
+namespace {
+
+// @p text as a string that lives until the process ends (metric names and descriptions).
+const char* interned(const std::string& text) {
+  static std::mutex mu;
+  static auto* strings = new std::set<std::string>();  // NOLINT: lives for the process
+  std::lock_guard lock(mu);
+  return strings->insert(text).first->c_str();
+}
+
+// The names of a settings struct's metrics; INVALID_ARGUMENT for a NULL list or name.
+kreplay::Result<std::vector<std::string>> metric_names(const char* const* metrics, size_t count) {
+  std::vector<std::string> out;
+  if (count > 0 && metrics == nullptr)
+    return kreplay::Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "metrics is NULL");
+  for (size_t i = 0; i < count; ++i) {
+    if (metrics[i] == nullptr || *metrics[i] == '\0')
+      return kreplay::Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                            "metric " + std::to_string(i) + " is NULL or empty");
+    out.emplace_back(metrics[i]);
+  }
+  return out;
+}
+
+kreplay_status_t configure_service(kreplay_context_id_t context_id,
+                                   kreplay_pass_service_kind_t kind,
+                                   kreplay::device::ServiceSettings settings,
+                                   kreplay_pass_service_dispatch_cb_t dispatch_callback,
+                                   void* dispatch_args, kreplay_pass_service_record_cb_t callback,
+                                   void* args) {
+  kreplay::sdk::PassServiceSub sub;
+  sub.dispatch_callback = dispatch_callback;
+  sub.dispatch_args = dispatch_args;
+  sub.callback = callback;
+  sub.args = args;
+  return report(kreplay::sdk::configure_pass_service(Runtime::get(), context_id.handle, kind,
+                                                     std::move(settings), std::move(sub)));
+}
+
+}  // namespace
+
+kreplay_status_t kreplay_configure_pc_sampling_service(
+    kreplay_context_id_t context_id, const kreplay_pc_sampling_config_t* config,
+    kreplay_pass_service_dispatch_cb_t dispatch_callback, void* dispatch_callback_args,
+    kreplay_pass_service_record_cb_t record_callback, void* record_callback_args) {
+  return firewall([&] {
+    if (config == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "config is NULL");
+    if (config->size < KREPLAY_PC_SAMPLING_CONFIG_V1_SIZE)
+      return fail(KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI, "config->size is too small");
+    kreplay::device::ServiceSettings s;
+    s.period = config->period_log2;
+    return configure_service(context_id, KREPLAY_PASS_SERVICE_PC_SAMPLING, std::move(s),
+                             dispatch_callback, dispatch_callback_args, record_callback,
+                             record_callback_args);
+  });
+}
+
+kreplay_status_t kreplay_configure_sass_metrics_service(
+    kreplay_context_id_t context_id, const kreplay_sass_metrics_config_t* config,
+    kreplay_pass_service_dispatch_cb_t dispatch_callback, void* dispatch_callback_args,
+    kreplay_pass_service_record_cb_t record_callback, void* record_callback_args) {
+  return firewall([&] {
+    if (config == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "config is NULL");
+    if (config->size < KREPLAY_SASS_METRICS_CONFIG_V1_SIZE)
+      return fail(KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI, "config->size is too small");
+    auto names = metric_names(config->metrics, config->metric_count);
+    if (!names.ok()) return report(names.status());
+    kreplay::device::ServiceSettings s;
+    s.metrics = std::move(names).value();
+    return configure_service(context_id, KREPLAY_PASS_SERVICE_SASS_METRICS, std::move(s),
+                             dispatch_callback, dispatch_callback_args, record_callback,
+                             record_callback_args);
+  });
+}
+
+kreplay_status_t kreplay_configure_pm_sampling_service(
+    kreplay_context_id_t context_id, const kreplay_pm_sampling_config_t* config,
+    kreplay_pass_service_dispatch_cb_t dispatch_callback, void* dispatch_callback_args,
+    kreplay_pass_service_record_cb_t record_callback, void* record_callback_args) {
+  return firewall([&] {
+    if (config == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "config is NULL");
+    if (config->size < KREPLAY_PM_SAMPLING_CONFIG_V1_SIZE)
+      return fail(KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI, "config->size is too small");
+    auto names = metric_names(config->metrics, config->metric_count);
+    if (!names.ok()) return report(names.status());
+    kreplay::device::ServiceSettings s;
+    s.metrics = std::move(names).value();
+    s.period = config->interval_ns;
+    return configure_service(context_id, KREPLAY_PASS_SERVICE_PM_SAMPLING, std::move(s),
+                             dispatch_callback, dispatch_callback_args, record_callback,
+                             record_callback_args);
+  });
+}
+
+kreplay_status_t kreplay_iterate_pass_service_metrics(kreplay_agent_id_t agent_id,
+                                                      kreplay_pass_service_kind_t kind,
+                                                      kreplay_pass_service_metrics_cb_t callback,
+                                                      void* user_data) {
+  return firewall([&] {
+    if (callback == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "callback is NULL");
+    if (kreplay_get_pass_service_name(kind) == nullptr)
+      return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown per-pass service");
+    const auto* a = Runtime::get().agent(agent_id.handle);
+    if (a == nullptr || a->device == nullptr)
+      return fail(KREPLAY_STATUS_ERROR_AGENT_NOT_FOUND, "no such agent");
+    auto* svc = a->device->service(kind);
+    if (svc == nullptr) {
+      return fail(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
+                  std::string(kreplay_get_pass_service_name(kind)) +
+                      " is not available on this agent in this build");
+    }
+    auto metrics = svc->metrics();
+    std::vector<kreplay_pass_service_metric_t> out;
+    for (const auto& m : metrics) {
+      kreplay_pass_service_metric_t info{};
+      info.size = sizeof(info);
+      info.name = interned(m.name);
+      info.description = interned(m.description);
+      info.in_default_set = m.in_default_set ? 1 : 0;
+      out.push_back(info);
+    }
+    callback(agent_id, kind, out.data(), out.size(), user_data);
+    return KREPLAY_STATUS_SUCCESS;
   });
 }
 

@@ -2,11 +2,14 @@
 // the per-pass services (dispatch tracing, counter collection), honouring local context control.
 #include "sdk/hooks.hpp"
 
+#include <fmt/format.h>
+
 #include <exception>
 
 #include "common/logging.hpp"
 #include "common/util.hpp"
 #include "replay/local_context.hpp"
+#include "sdk/pass_services.hpp"
 #include "sdk/runtime.hpp"
 
 namespace kreplay::sdk {
@@ -64,6 +67,7 @@ struct HookData {
   std::vector<device::CounterSet*> sets;
   std::vector<kreplay_counter_record_t> records;
   Status lost;  ///< the counters armed for this pass could not be collected
+  PassServiceRun services;  ///< the per-pass services of this pass
 };
 
 namespace {
@@ -175,6 +179,7 @@ bool SdkHooks::before_submit(replay::DispatchState& st) {
   d->armed.clear();
   d->sets.clear();
   d->lost = Status::Ok();
+  d->services.clear();
   for (const auto& cptr : rt_.registry().contexts()) {
     Context& c = *cptr;
     if (!c.dispatch_level() || !effective(c)) continue;
@@ -223,6 +228,33 @@ bool SdkHooks::before_submit(replay::DispatchState& st) {
         }
       }
     }
+    // Per-pass services follow the same rule as counting (host-visible single runs excepted).
+    if (c.any_pass_service() && !(st.host_visible && !st.window)) d->services.gather(c, st);
+  }
+  // One kind of instrumentation per pass: counters, or one per-pass service. More than one are
+  // refused together, and each hears why after the pass.
+  if (d->services.kinds() + (d->sets.empty() ? 0 : 1) > 1) {
+    auto names = d->services.names();
+    if (!d->sets.empty()) names.insert(names.begin(), "counters");
+    Status why = Error(KREPLAY_STATUS_ERROR_SERVICE_CONFLICT,
+                       fmt::format("{} cannot share one pass; none of them collected on pass {} "
+                                   "of dispatch {} (stop all but one of their contexts for the "
+                                   "pass with replay_stop_context)",
+                                   fmt::join(names, " and "), st.pass, st.info.dispatch_id));
+    KR_WARN_ONCE("service-conflict", "{}", why.message());
+    d->services.refuse(why);
+    if (!d->sets.empty()) {
+      d->lost = why;
+      d->sets.clear();
+    }
+  }
+  if (!d->services.empty()) {
+    if (st.in_range) {
+      d->services.refuse(Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
+                               "per-pass services run under kernel replay, not in range replay"));
+    } else {
+      d->services.begin(rt_, st);
+    }
   }
   if (!d->sets.empty() && !st.in_range) {
     const AgentEntry* agent = rt_.agent(st.info.agent_id.handle);
@@ -238,7 +270,7 @@ bool SdkHooks::before_submit(replay::DispatchState& st) {
       d->sets.clear();
     }
   }
-  return !d->traced.empty() || !d->sets.empty() || !d->lost.ok();
+  return !d->traced.empty() || !d->sets.empty() || !d->lost.ok() || !d->services.empty();
 }
 
 void SdkHooks::after_complete(replay::DispatchState& st) {
@@ -321,6 +353,7 @@ void SdkHooks::after_complete(replay::DispatchState& st) {
       }
     }
   }
+  d->services.finish(rt_, st);
   for (auto& t : d->traced) {
     const auto& dsub = t.ctx->callbacks[KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH];
     kreplay_callback_tracing_kernel_dispatch_data_t payload{};

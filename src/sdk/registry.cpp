@@ -143,6 +143,39 @@ Status Registry::configure_counting(uint64_t handle, const CountingService& serv
   return Status::Ok();
 }
 
+Status Registry::check_configurable(uint64_t handle) {
+  std::lock_guard lock(mu_);
+  if (!configuring_.load()) {
+    return Error(KREPLAY_STATUS_ERROR_CONFIGURATION_LOCKED,
+                 "services can only be configured during a tool's initialize function");
+  }
+  if (find(handle) == nullptr)
+    return Error(KREPLAY_STATUS_ERROR_CONTEXT_NOT_FOUND, "no such context");
+  return Status::Ok();
+}
+
+Status Registry::configure_pass_service(uint64_t handle, kreplay_pass_service_kind_t kind,
+                                        PassServiceSub sub) {
+  std::lock_guard lock(mu_);
+  if (!configuring_.load()) {
+    return Error(KREPLAY_STATUS_ERROR_CONFIGURATION_LOCKED,
+                 "services can only be configured during a tool's initialize function");
+  }
+  Context* c = find(handle);
+  if (c == nullptr) return Error(KREPLAY_STATUS_ERROR_CONTEXT_NOT_FOUND, "no such context");
+  if (kind <= KREPLAY_PASS_SERVICE_NONE || kind >= KREPLAY_PASS_SERVICE_LAST)
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown per-pass service");
+  if (sub.callback == nullptr)
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "the record callback is NULL");
+  if (c->services[kind].configured()) {
+    return Error(KREPLAY_STATUS_ERROR_SERVICE_ALREADY_CONFIGURED,
+                 fmt::format("the context already runs {}", kreplay_get_pass_service_name(kind)));
+  }
+  c->services[kind] = std::move(sub);
+  recount_locked();
+  return Status::Ok();
+}
+
 std::vector<uint64_t> Registry::active_handles() const {
   std::vector<uint64_t> out;
   for (const auto& c : contexts_) {

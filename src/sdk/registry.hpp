@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/status.hpp"
+#include "device/service.hpp"
 #include "kreplay/kreplay.h"
 
 namespace kreplay::sdk {
@@ -32,19 +33,37 @@ struct CountingService {
   bool configured() const { return dispatch_callback != nullptr; }
 };
 
+/// A per-pass service configured on a context (services.h).
+struct PassServiceSub {
+  device::ServiceSettings settings;  ///< checked and completed by the first agent's service
+  kreplay_pass_service_dispatch_cb_t dispatch_callback = nullptr;  ///< NULL: every pass
+  void* dispatch_args = nullptr;
+  kreplay_pass_service_record_cb_t callback = nullptr;
+  void* args = nullptr;
+  bool configured() const { return callback != nullptr; }
+};
+
 struct Context {
   uint64_t handle = 0;
   uint32_t client = 0;  ///< tool that created it
   std::atomic<bool> active{false};
   std::array<CallbackSubscription, KREPLAY_CALLBACK_TRACING_LAST> callbacks{};
   CountingService counting;
+  std::array<PassServiceSub, KREPLAY_PASS_SERVICE_LAST> services{};
+
+  bool any_pass_service() const {
+    for (const auto& s : services) {
+      if (s.configured()) return true;
+    }
+    return false;
+  }
 
   /// Does the context run per-dispatch services (those that need the launch path)?
   bool dispatch_level() const {
     return callbacks[KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH].callback != nullptr ||
            callbacks[KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY].callback != nullptr ||
            callbacks[KREPLAY_CALLBACK_TRACING_RANGE_REPLAY].callback != nullptr ||
-           counting.configured();
+           counting.configured() || any_pass_service();
   }
 };
 
@@ -62,6 +81,12 @@ class Registry {
                             const uint32_t* operations, size_t count,
                             kreplay_callback_tracing_cb_t callback, void* args);
   Status configure_counting(uint64_t handle, const CountingService& service);
+  /// @p sub's settings are already checked against the agents (sdk/pass_services.cpp).
+  Status configure_pass_service(uint64_t handle, kreplay_pass_service_kind_t kind,
+                                PassServiceSub sub);
+  /// The configuration window is open and @p handle names a context (checked before the
+  /// agents are asked about a service's settings).
+  Status check_configurable(uint64_t handle);
 
   /// Stop every context of @p client (a tool whose initialize failed or that finalized).
   void stop_client(uint32_t client);

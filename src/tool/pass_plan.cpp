@@ -57,6 +57,34 @@ void note_missing(const cli::ToolConfig& config, const AgentPlan& plan, size_t w
           label, missing.size(), wanted, where, examples);
 }
 
+// The pass of a spec that is not a counter group.
+PlannedPass service_pass(const cli::PassSpec& spec) {
+  PlannedPass p;
+  p.kind = spec.kind;
+  p.flush_cache = spec.flush_cache;
+  p.label = std::string(cli::to_string(spec.kind));
+  p.positioned = spec.after_counters >= 0;
+  return p;
+}
+
+// After the spec's after_counters-th counter pass (and after the passes already placed there), or
+// at the end when the agent has fewer counter passes.
+void place_after_counters(std::vector<PlannedPass>& passes, PlannedPass pass,
+                          const cli::PassSpec& spec) {
+  const auto k = static_cast<uint64_t>(spec.after_counters);
+  size_t at = passes.size();
+  uint64_t counted = 0;
+  for (size_t i = 0; i <= passes.size(); ++i) {
+    if (counted == k) {
+      at = i;
+      while (at < passes.size() && passes[at].positioned) ++at;
+      break;
+    }
+    if (i < passes.size() && passes[i].kind == cli::PassKind::kCounters) ++counted;
+  }
+  passes.insert(passes.begin() + static_cast<std::ptrdiff_t>(at), std::move(pass));
+}
+
 }  // namespace
 
 Result<AgentPlan> plan_for_agent(const cli::ToolConfig& config, uint32_t counters_per_pass,
@@ -95,11 +123,10 @@ Result<AgentPlan> plan_for_agent(const cli::ToolConfig& config, uint32_t counter
 
   if (counters_per_pass > 0) {
     for (const auto& spec : config.passes) {
+      if (spec.after_counters >= 0) continue;  // placed below
       PlannedPass p;
-      if (spec.kind == cli::PassKind::kTiming) {
-        p.kind = PlannedPass::Kind::kTiming;
-        p.flush_cache = spec.flush_cache;
-        p.label = "timing";
+      if (spec.kind != cli::PassKind::kCounters) {
+        p = service_pass(spec);
       } else {
         if (spec.group < 0 || static_cast<size_t>(spec.group) >= config.pmc_groups.size()) {
           return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
@@ -145,17 +172,18 @@ Result<AgentPlan> plan_for_agent(const cli::ToolConfig& config, uint32_t counter
       placed = true;
     };
     for (const auto& spec : config.passes) {
-      if (spec.kind == cli::PassKind::kTiming) {
-        PlannedPass p;
-        p.kind = PlannedPass::Kind::kTiming;
-        p.flush_cache = spec.flush_cache;
-        p.label = "timing";
-        plan.passes.push_back(std::move(p));
+      if (spec.after_counters >= 0) continue;  // placed below
+      if (spec.kind != cli::PassKind::kCounters) {
+        plan.passes.push_back(service_pass(spec));
       } else if (!placed) {
         place_counters();
       }
     }
     if (!placed && hw_passes > 0) place_counters();
+  }
+
+  for (const auto& spec : config.passes) {
+    if (spec.after_counters >= 0) place_after_counters(plan.passes, service_pass(spec), spec);
   }
 
   for (size_t g = 0; g < config.rotation.groups.size(); ++g) {

@@ -8,6 +8,9 @@
 //    every group plus --metrics form ONE config (two configs on one CUPTI range profiler decode to
 //    NaN), which runs on as many consecutive passes as the backend says, placed where the first
 //    counter group was; timing passes keep their order around it.
+// A pass of another service (timing, PC sampling, SASS metrics, PM sampling) keeps its place among
+// the specs, or, with PassSpec::after_counters >= 0 (the command line's services), goes after that
+// many of the agent's counter passes (kAfterAllCounters: after all of them).
 // Rotation groups (no replay) get one config each. Section counters (--set, --section) join
 // --metrics where the agent has them.
 #pragma once
@@ -24,11 +27,12 @@
 namespace kreplay::tool {
 
 struct PlannedPass {
-  enum class Kind { kCounters, kTiming };
+  using Kind = cli::PassKind;  ///< counters, timing or a per-pass service
   Kind kind = Kind::kCounters;
   uint64_t config = 0;    ///< counter config handle (kCounters)
   bool flush_cache = false;
-  std::string label;      ///< for messages: "group 2", "metrics", "timing"
+  std::string label;        ///< for messages: "group 2", "metrics", "timing", "pc_sampling"
+  bool positioned = false;  ///< placed by PassSpec::after_counters
 };
 
 struct AgentPlan {

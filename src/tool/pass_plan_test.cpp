@@ -120,5 +120,53 @@ TEST(PassPlan, AnUnknownMetricTheUserNamedIsStillAnError) {
   EXPECT_FALSE(plan_for_agent(c, 0, m.fn()).ok());
 }
 
+cli::PassSpec service(cli::PassKind kind, int32_t after) {
+  cli::PassSpec s;
+  s.kind = kind;
+  s.after_counters = after;
+  return s;
+}
+
+std::vector<cli::PassKind> kinds(const AgentPlan& p) {
+  std::vector<cli::PassKind> out;
+  for (const auto& pass : p.passes) out.push_back(pass.kind);
+  return out;
+}
+
+TEST(PassPlan, CommandLineServicesGoAfterTheirCounterPasses) {
+  using K = cli::PassKind;
+  Maker m;
+  auto c = groups({{"a"}, {"b"}});
+  c.metrics = {"d", "e", "f"};  // two more counter passes on the host device, after the groups
+  c.passes.push_back(service(K::kPcSampling, cli::PassSpec::kAfterAllCounters));
+  c.passes.push_back(service(K::kSassMetrics, 1));
+  c.passes.push_back(service(K::kTiming, 0));
+  c.passes.push_back(service(K::kPmSampling, 1));  // after sass: both after counter pass 1
+  auto p = plan_for_agent(c, 2, m.fn());
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(kinds(*p), (std::vector<K>{K::kTiming, K::kCounters, K::kSassMetrics, K::kPmSampling,
+                                       K::kCounters, K::kCounters, K::kCounters, K::kPcSampling}));
+  EXPECT_EQ(p->passes.back().label, "pc_sampling");
+  // A position past the agent's counter passes is the end.
+  auto few = groups({{"a"}});
+  few.passes.push_back(service(K::kPcSampling, 5));
+  auto q = plan_for_agent(few, 2, m.fn());
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(kinds(*q), (std::vector<K>{K::kCounters, K::kPcSampling}));
+}
+
+TEST(PassPlan, CommandLineServicesFollowTheScheduledCounterPassesOnCuda) {
+  using K = cli::PassKind;
+  Maker m;
+  m.hw_passes = 3;
+  auto c = groups({{"a"}});
+  c.passes.push_back(service(K::kPcSampling, cli::PassSpec::kAfterAllCounters));
+  c.passes.push_back(service(K::kSassMetrics, 2));
+  auto p = plan_for_agent(c, 0, m.fn());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(kinds(*p), (std::vector<K>{K::kCounters, K::kCounters, K::kSassMetrics, K::kCounters,
+                                       K::kPcSampling}));
+}
+
 }  // namespace
 }  // namespace kreplay::tool

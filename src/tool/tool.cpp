@@ -29,6 +29,7 @@
 #include "output/writer.hpp"
 #include "tool/pass_plan.hpp"
 #include "tool/progress.hpp"
+#include "tool/services/tool_service.hpp"
 #include "tool/signals.hpp"
 
 namespace kreplay::tool {
@@ -73,7 +74,7 @@ struct Dispatch {
   std::map<uint64_t, std::string> counter_status;  // pass -> "ok" (armed) or "lost"
 };
 
-class Profiler {
+class Profiler final : public ServiceHost {
  public:
   static Profiler& get() {
     static Profiler* p = new Profiler();  // NOLINT: lives for the process
@@ -105,6 +106,11 @@ class Profiler {
 
   uint64_t pass_count_of(const kreplay_kernel_dispatch_info_t& info);
 
+  // ServiceHost (tool/services/tool_service.hpp)
+  const PlannedPass* pass_of(const kreplay_kernel_dispatch_info_t& info, uint64_t pass) override;
+  void on_samples(cli::PassKind kind, const kreplay_pass_service_data_t& data,
+                  const kreplay_pass_service_record_t* records, size_t count) override;
+
   // range replay
   bool range_mode() const { return config.replay_mode == cli::ReplayMode::kRange; }
   /// The app_pass records carry: the run's pass under application replay, else 0.
@@ -125,16 +131,11 @@ class Profiler {
   /// The snapshot and restores of a replay, booked on the dispatch of @p r.
   void write_phases_locked(const output::DispatchRecord& r,
                            const kreplay_replay_interval_t* intervals, uint64_t count);
-  /// Every pass sets the counters explicitly (PASS ENTER, kernel or range): off on a timing
-  /// pass, on otherwise.
-  template <typename ContextControl>
-  void set_counting_for_pass(const PlannedPass& pass, ContextControl start, ContextControl stop) {
-    if (!counting) return;
-    if (pass.kind == PlannedPass::Kind::kTiming) {
-      stop(count_ctx);
-    } else {
-      start(count_ctx);
-    }
+  /// Every pass sets every service explicitly (PASS ENTER, kernel or range): the service of the
+  /// pass on, the others off.
+  void set_services_for_pass(const PlannedPass& pass, kreplay_kernel_replay_context_cb_t start,
+                             kreplay_kernel_replay_context_cb_t stop) {
+    for (const auto& s : services_) s->pass_begin(pass, start, stop);
   }
   /// One pass of a dispatch, [@p start, @p end], to the writer.
   void write_pass_locked(const kreplay_kernel_dispatch_info_t& info, uint64_t pass,
@@ -157,6 +158,13 @@ class Profiler {
   uint64_t start_ns_ = 0;
   bool finished_ = false;
 
+  // What each pass collects: counters (when counting), then the other services of the plan.
+  std::vector<std::unique_ptr<ToolService>> services_;
+  struct ServiceTally {
+    uint64_t passes = 0, records = 0, refused = 0;
+    std::string why;  // the last refusal's message
+  };
+  std::map<cli::PassKind, ServiceTally> service_tally_;  // guarded by mu_
   std::atomic<uint64_t> launches_{0}, replayed_{0}, declined_{0}, not_selected_{0}, passes_{0};
   uint64_t counter_passes_lost_ = 0;  // guarded by mu_
 
@@ -357,6 +365,9 @@ int Profiler::initialize() {
   oc.summary = config.output.summary;
   oc.gzip_trace = config.output.gzip;
   oc.kernel_trace = config.output.kernel_trace;
+  oc.pass_services = std::any_of(config.passes.begin(), config.passes.end(), [](const auto& p) {
+    return p.kind != cli::PassKind::kCounters && p.kind != cli::PassKind::kTiming;
+  });
   auto w = output::make_writer(oc);
   if (!w.ok()) {
     KR_ERROR("{}", w.status().message());
@@ -420,13 +431,21 @@ int Profiler::initialize() {
     kreplay_start_context(count_ctx);
     counting = true;
   }
+  if (counting) services_.push_back(make_context_service(cli::PassKind::kCounters, count_ctx));
+  for (auto& service : make_services(config)) {
+    if (Status st = service->configure(config, *this); !st.ok()) {
+      KR_ERROR("{}", st.message());
+      return 1;
+    }
+    services_.push_back(std::move(service));
+  }
   // Range passes are waited for anyway: their per-launch times come from dispatch tracing.
   // So is a single run with no counter pass (no counters at all, or a timing pass first): only
   // the dispatch trace tells its start and end.
   bool need_times = false;
   for (const auto& [agent, plan] : plans_) {
     need_times |= plan.rotation.empty() &&
-                  (plan.passes.empty() || plan.passes.front().kind == PlannedPass::Kind::kTiming);
+                  (plan.passes.empty() || plan.passes.front().kind != PlannedPass::Kind::kCounters);
   }
   if (config.output.kernel_trace || range_mode() || need_times) {
     tracing = true;
@@ -596,7 +615,7 @@ void Profiler::on_range_pass(const kreplay_callback_tracing_range_replay_data_t&
   const AgentPlan* plan = plan_for(p.range.agent_id.handle);
   if (plan == nullptr || p.current_pass >= plan->passes.size()) return;
   tl_pass = &plan->passes[p.current_pass];
-  set_counting_for_pass(*tl_pass, p.replay_start_context, p.replay_stop_context);
+  set_services_for_pass(*tl_pass, p.replay_start_context, p.replay_stop_context);
 }
 
 void Profiler::on_range_config_exit(const kreplay_callback_tracing_range_replay_data_t& p) {
@@ -698,7 +717,7 @@ void Profiler::on_pass_enter(const kreplay_callback_tracing_kernel_replay_data_t
   const auto& passes = it->second.plan->passes;
   if (p.current_pass >= passes.size()) return;
   tl_pass = &passes[p.current_pass];
-  set_counting_for_pass(*tl_pass, p.replay_start_context, p.replay_stop_context);
+  set_services_for_pass(*tl_pass, p.replay_start_context, p.replay_stop_context);
 }
 
 void Profiler::on_pass_exit(const kreplay_callback_tracing_kernel_replay_data_t& p) {
@@ -727,6 +746,49 @@ void Profiler::write_pass_locked(const kreplay_kernel_dispatch_info_t& info, uin
   pr.end_ns = end;
   pr.app_pass = record_app_pass();
   if (Status s = writer_->pass(pr); !s.ok()) KR_WARN("{}", s.message());
+}
+
+const PlannedPass* Profiler::pass_of(const kreplay_kernel_dispatch_info_t& info, uint64_t pass) {
+  const PlannedPass* current = tl_pass;
+  std::lock_guard lock(mu_);
+  auto it = dispatches_.find(info.dispatch_id);
+  if (it == dispatches_.end() || !it->second.selected) return nullptr;
+  const Dispatch& d = it->second;
+  if (current == nullptr && d.plan && !d.plan->passes.empty() && pass == 0)
+    current = &d.plan->passes[0];  // a single run runs pass 0's service
+  return current;
+}
+
+void Profiler::on_samples(cli::PassKind kind, const kreplay_pass_service_data_t& data,
+                          const kreplay_pass_service_record_t* records, size_t count) {
+  std::lock_guard lock(mu_);
+  ServiceTally& t = service_tally_[kind];
+  if (data.status != KREPLAY_STATUS_SUCCESS) {
+    ++t.refused;
+    t.why = data.status_message ? data.status_message : "";
+    return;
+  }
+  ++t.passes;
+  t.records += count;
+  output::ServiceSampleRecord o;
+  o.service = std::string(cli::to_string(kind));
+  o.app_pass = record_app_pass();
+  for (size_t i = 0; i < count; ++i) {
+    const auto& r = records[i];
+    o.dispatch_id = r.dispatch_id;
+    o.replay_pass = r.replay_pass;
+    o.agent_id = r.agent_id.handle;
+    o.kernel_id = r.kernel_id;
+    o.function = r.function ? r.function : "";
+    o.pc_offset = r.pc_offset;
+    o.instruction = r.instruction ? r.instruction : "";
+    o.source_file = r.source_file ? r.source_file : "";
+    o.source_line = r.source_line;
+    o.name = r.name ? r.name : "";
+    o.timestamp_ns = r.timestamp;
+    o.value = r.value;
+    if (Status s = writer_->service_sample(o); !s.ok()) KR_WARN("{}", s.message());
+  }
 }
 
 uint64_t Profiler::pick_config(const kreplay_dispatch_counting_data_t& data) {
@@ -915,6 +977,11 @@ void Profiler::finalize(bool from_signal) {
              : fmt::format("; the counters of {} passes were lost (counter_status 'lost' in the "
                            "passes table)",
                            sum.counter_passes_lost));
+  for (const auto& [kind, t] : service_tally_) {
+    KR_NOTICE("{}: {} records from {} passes{}", cli::to_string(kind), t.records, t.passes,
+              t.refused == 0 ? std::string()
+                             : fmt::format("; {} passes collected nothing: {}", t.refused, t.why));
+  }
   for (const auto& f : outputs_) KR_NOTICE("output: {}", f);
 }
 

@@ -23,6 +23,7 @@
 #include "kreplay/kernel_replay.h"
 #include "kreplay/kreplay.h"
 #include "kreplay/registration.h"
+#include "kreplay/services.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -289,6 +290,16 @@ static void on_kernel_dispatch(kreplay_callback_tracing_record_t record,
 
 /* ---- dispatch counting ----------------------------------------------------------------------- */
 
+/* Never called: the per-pass services are only checked for their configuration errors. */
+static void service_records(const kreplay_pass_service_data_t* data,
+                            const kreplay_pass_service_record_t* records, size_t count,
+                            void* args) {
+  (void)data;
+  (void)records;
+  (void)count;
+  (void)args;
+}
+
 static void pick_counters(const kreplay_dispatch_counting_data_t* data,
                           kreplay_counter_config_id_t* config, kreplay_user_data_t* user_data,
                           void* callback_args) {
@@ -522,6 +533,35 @@ static void check_contexts(void) {
   CHECK_STATUS(kreplay_configure_dispatch_counting_service(g_count_ctx, pick_counters, NULL,
                                                            counter_records, NULL),
                KREPLAY_STATUS_ERROR_SERVICE_ALREADY_CONFIGURED);
+  /* Per-pass services (services.h): size-checked settings, a record callback, known metrics. None
+   * of these configures anything. */
+  {
+    kreplay_pc_sampling_config_t pc;
+    kreplay_sass_metrics_config_t sass;
+    const char* unknown_metric = "no_such_sass_metric";
+    memset(&pc, 0, sizeof pc);
+    pc.size = 4;
+    CHECK_STATUS(
+        kreplay_configure_pc_sampling_service(second, &pc, NULL, NULL, service_records, NULL),
+        KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI);
+    pc.size = sizeof pc;
+    CHECK_STATUS(kreplay_configure_pc_sampling_service(second, &pc, NULL, NULL, NULL, NULL),
+                 KREPLAY_STATUS_ERROR_INVALID_ARGUMENT);
+    pc.period_log2 = 40;
+    CHECK_STATUS(
+        kreplay_configure_pc_sampling_service(second, &pc, NULL, NULL, service_records, NULL),
+        KREPLAY_STATUS_ERROR_INVALID_ARGUMENT);
+    memset(&sass, 0, sizeof sass);
+    sass.size = sizeof sass;
+    sass.metrics = &unknown_metric;
+    sass.metric_count = 1;
+    CHECK_STATUS(
+        kreplay_configure_sass_metrics_service(second, &sass, NULL, NULL, service_records, NULL),
+        KREPLAY_STATUS_ERROR_COUNTER_NOT_FOUND);
+    CHECK(strcmp(kreplay_get_pass_service_name(KREPLAY_PASS_SERVICE_PM_SAMPLING), "pm_sampling") ==
+          0);
+  }
+
   /* Configured, never started: local control must refuse it. */
   CHECK_OK(kreplay_configure_callback_tracing_service(
       g_idle_ctx, KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH, NULL, 0, on_kernel_dispatch, NULL));

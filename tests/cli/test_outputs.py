@@ -81,7 +81,7 @@ class AllFormats(e2e.KreplayTestCase):
         for v in ("dispatch_counters", "kernel_summary", "counter_collection"):
             self.assertIn(v, views)
         meta = {m["key"]: m["value"] for m in e2e.rows(self.db, "SELECT * FROM metadata")}
-        self.assertEqual(meta.get("schema_version"), "2", meta)
+        self.assertEqual(meta.get("schema_version"), "3", meta)
         self.assertEqual(e2e.rows(self.db, "PRAGMA integrity_check")[0]["integrity_check"], "ok")
 
     def test_sqlite_run_and_device(self):
@@ -232,7 +232,7 @@ class AllFormats(e2e.KreplayTestCase):
     def test_json_records_carry_replay_pass(self):
         with open(self.path("_results.json")) as f:
             doc = json.load(f)
-        self.assertEqual(doc["schema_version"], 2)
+        self.assertEqual(doc["schema_version"], 3)
         for section in ("devices", "kernels", "dispatches", "passes", "counters", "allocations",
                         "replay_phases"):
             self.assertIn(section, doc)
@@ -267,7 +267,7 @@ class AllFormats(e2e.KreplayTestCase):
             self.assertEqual(set(e["args"]["counters"]), EXPECTED_BY_PASS[e["args"]["replay_pass"]])
         replay = [e for e in events if e.get("ph") == "X" and e.get("cat") == "replay"]
         self.assertEqual(sorted(e["name"] for e in replay), ["restore"] * 10 + ["snapshot"] * 10)
-        self.assertEqual(doc["otherData"]["schema_version"], 2)
+        self.assertEqual(doc["otherData"]["schema_version"], 3)
 
     def test_perfetto_trace(self):
         with open(self.path("_trace.json")) as f:

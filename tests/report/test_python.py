@@ -154,7 +154,7 @@ class DataFrames(rep.ReportCase):
                                                  "HostRoofline", "HostCounts"})
         self.assertTrue(run.rules(section_folders=[rep.TEST_SECTIONS]))
         self.assertEqual(run.sql("SELECT count(*) AS n FROM dispatches")["n"][0], 10)
-        self.assertEqual(run.metadata()["schema_version"], "2")
+        self.assertEqual(run.metadata()["schema_version"], "3")
 
     def test_report_works_without_pandas(self):
         db = self.kernel_db()

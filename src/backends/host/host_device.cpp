@@ -71,9 +71,10 @@ std::vector<device::CounterValue> values_of(const std::vector<std::string>& name
 class Executor {
  public:
   static void run(KernelFn fn, ThreadContext& ctx, const std::byte* args, const uint32_t* offsets,
-                  ExecRecord& rec) {
+                  ExecRecord& rec, Probe* probe) {
     ctx.args_ = args;
     ctx.offsets_ = offsets;
+    ctx.probe_ = probe;
     const Dim3 g = ctx.grid_dim, b = ctx.block_dim;
     for (uint32_t bz = 0; bz < g.z; ++bz)
       for (uint32_t by = 0; by < g.y; ++by)
@@ -167,6 +168,14 @@ HostDevice::HostDevice(int index, const Config& config)
   desc_.memory_bytes = config.memory_bytes;
   desc_.multiprocessor_count = 1;
   desc_.counters_per_pass = config.counters_per_pass;
+  services_ = host_services();
+}
+
+device::PassService* HostDevice::service(int kind) {
+  for (auto& s : services_) {
+    if (static_cast<int>(s->kind()) == kind) return s.get();
+  }
+  return nullptr;
 }
 
 bool HostDevice::reserve(uint64_t bytes) {
@@ -392,6 +401,8 @@ Result<std::vector<std::vector<device::CounterValue>>> HostDevice::end_range_pas
 
 std::unique_ptr<device::Launch> HostLaunch::record() {
   auto copy = std::make_unique<HostLaunch>(*this);
+  copy->probe_next.reset();
+  copy->probe_armed = nullptr;
   copy->info_.arg_bytes = std::span<const std::byte>(copy->args.data(), copy->args.size());
   return copy;
 }
@@ -404,6 +415,7 @@ Status HostLaunch::submit() {
                              grid.y, grid.z, block.x, block.y, block.z));
   }
   auto rec = std::make_shared<ExecRecord>();
+  rec->probe = std::move(probe_next);
   last = rec;
   if (device != nullptr) device->note_submission(rec);
   stream->enqueue([rec, fn = fn, grid = grid, block = block, args = args, offsets = offsets] {
@@ -411,7 +423,8 @@ Status HostLaunch::submit() {
     ThreadContext ctx;
     ctx.grid_dim = grid;
     ctx.block_dim = block;
-    Executor::run(fn, ctx, args.data(), offsets.data(), *rec);
+    Executor::run(fn, ctx, args.data(), offsets.data(), *rec, rec->probe.get());
+    if (rec->probe) rec->probe->finish();
     rec->end_ns = now_ns();
     if (rec->end_ns == rec->start_ns) ++rec->end_ns;
     rec->finish();
@@ -446,7 +459,7 @@ Status HostWork::wait_stream(uint64_t timeout_ms) {
 namespace {
 
 // Every node of a graph in order, accumulating the kernels' counts into @p total.
-void run_nodes(const std::vector<HostGraphNode>& nodes, ExecRecord& total) {
+void run_nodes(const std::vector<HostGraphNode>& nodes, ExecRecord& total, Probe* probe) {
   for (const auto& n : nodes) {
     switch (n.kind) {
       case HostGraphNode::Kind::kKernel: {
@@ -454,7 +467,7 @@ void run_nodes(const std::vector<HostGraphNode>& nodes, ExecRecord& total) {
         ThreadContext ctx;
         ctx.grid_dim = n.grid;
         ctx.block_dim = n.block;
-        Executor::run(n.fn, ctx, n.args.data(), n.offsets.data(), one);
+        Executor::run(n.fn, ctx, n.args.data(), n.offsets.data(), one, probe);
         total.threads += one.threads;
         total.blocks += one.blocks;
         total.bytes_read += one.bytes_read;
@@ -470,7 +483,7 @@ void run_nodes(const std::vector<HostGraphNode>& nodes, ExecRecord& total) {
         n.host_fn(n.host_data);
         break;
       case HostGraphNode::Kind::kConditional:
-        if (*n.flag != 0) run_nodes(n.body, total);
+        if (*n.flag != 0) run_nodes(n.body, total, probe);
         break;
       case HostGraphNode::Kind::kAlloc:  // the graph's memory stays mapped, as on CUDA
       case HostGraphNode::Kind::kFree:
@@ -519,16 +532,21 @@ void HostGraphLaunch::describe(uint64_t graph_id) {
 }
 
 std::unique_ptr<device::Launch> HostGraphLaunch::record() {
-  return std::make_unique<HostGraphLaunch>(*this);
+  auto copy = std::make_unique<HostGraphLaunch>(*this);
+  copy->probe_next.reset();
+  copy->probe_armed = nullptr;
+  return copy;
 }
 
 Status HostGraphLaunch::submit() {
   auto rec = std::make_shared<ExecRecord>();
+  rec->probe = std::move(probe_next);
   last = rec;
   if (device != nullptr) device->note_submission(rec);
   stream->enqueue([rec, nodes = nodes] {
     rec->start_ns = now_ns();
-    run_nodes(nodes, *rec);
+    run_nodes(nodes, *rec, rec->probe.get());
+    if (rec->probe) rec->probe->finish();
     rec->end_ns = now_ns();
     if (rec->end_ns == rec->start_ns) ++rec->end_ns;
     rec->finish();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/host/hostrt.hpp"
+#include "backends/host/services/host_service.hpp"
 #include "device/device.hpp"
 
 namespace kreplay::hostrt {
@@ -25,6 +26,7 @@ struct ExecRecord {
   uint64_t start_ns = 0, end_ns = 0;
   uint64_t threads = 0, blocks = 0, bytes_read = 0, bytes_written = 0, ops = 0;
   bool trapped = false;  ///< a thread called ThreadContext::trap()
+  std::shared_ptr<Probe> probe;  ///< what a per-pass service observed (finished before `done`)
 
   void finish();
   /// Wait until done or @p timeout_ms passed; true when done.
@@ -87,6 +89,7 @@ class HostDevice final : public device::Device, public device::CounterBackend {
                  std::span<const uint64_t> chunks) override;
   uint64_t untracked_bytes() override { return untracked_.load(); }
   device::CounterBackend* counters() override { return this; }
+  device::PassService* service(int kind) override;
 
   // device::CounterBackend
   Result<std::vector<device::CounterDesc>> list() override;
@@ -127,6 +130,7 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   bool range_whole_graph_ = false;
   std::vector<std::string> range_names_;
   std::vector<std::shared_ptr<ExecRecord>> range_records_;
+  std::vector<std::unique_ptr<HostPassService>> services_;
 };
 
 /// What the host device executes as one submission: a kernel launch or a graph launch.
@@ -143,6 +147,8 @@ class HostWork : public device::Launch {
   HostDevice* device = nullptr;
   std::shared_ptr<ExecRecord> last;             ///< the latest submission
   std::vector<std::vector<std::string>> armed;  ///< counter sets to read after the submission
+  std::shared_ptr<Probe> probe_next;   ///< a per-pass service armed for the next submission
+  const Probe* probe_armed = nullptr;  ///< the probe this pass armed (flush checks `last` has it)
 };
 
 /// A kernel launch: owns a copy of the argument bytes, so passes > 0 resubmit it.

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -140,9 +141,20 @@ Status launch_args(Kernel kernel, Dim3 grid, Dim3 block, Stream stream, Args... 
   return launch(kernel, grid, block, stream, params);
 }
 
+class Probe;  // backends/host/services/probe.hpp
+
+/// What a ThreadContext call does, as the host device's per-pass services see it (one
+/// "instruction" per call site: services/probe.hpp).
+enum class ProbeOp : uint8_t { kLoad, kStore, kAtomic, kOps };
+
 /// What a kernel sees for one thread.
+///
+/// Each call of load/store/atomic_add/count_ops is an instruction at its call site (the
+/// source_location the default argument captures): the host device's PC sampling, SASS metrics
+/// and PM sampling count per call site, so their records name the kernel's own source lines.
 class ThreadContext {
  public:
+  using Where = std::source_location;
   Dim3 block_idx, thread_idx, grid_dim, block_dim;
 
   /// Parameter @p i (its bytes reinterpreted as T).
@@ -153,33 +165,41 @@ class ThreadContext {
     return v;
   }
   template <typename T>
-  T load(const T* p) {
+  T load(const T* p, Where at = Where::current()) {
     bytes_read_ += sizeof(T);
+    if (probe_) note(ProbeOp::kLoad, sizeof(T), 1, at);
     return *p;
   }
   template <typename T>
-  void store(T* p, T v) {
+  void store(T* p, T v, Where at = Where::current()) {
     bytes_written_ += sizeof(T);
+    if (probe_) note(ProbeOp::kStore, sizeof(T), 1, at);
     *p = v;
   }
   /// Atomic add on a 4- or 8-byte integer; returns the old value.
   template <typename T>
-  T atomic_add(T* p, T v) {
+  T atomic_add(T* p, T v, Where at = Where::current()) {
     bytes_read_ += sizeof(T);
     bytes_written_ += sizeof(T);
+    if (probe_) note(ProbeOp::kAtomic, sizeof(T), 1, at);
     return std::atomic_ref<T>(*p).fetch_add(v);
   }
-  void count_ops(uint64_t n = 1) { ops_ += n; }
+  void count_ops(uint64_t n = 1, Where at = Where::current()) {
+    ops_ += n;
+    if (probe_) note(ProbeOp::kOps, 0, n, at);
+  }
   /// Like a device-side assert or trap: the launch fails (its wait reports DEVICE_FAULT).
   void trap() { trapped_ = true; }
   uint64_t global_thread_id() const;
 
  private:
   friend class Executor;
+  void note(ProbeOp op, uint32_t bytes, uint64_t n, const Where& at);
   const std::byte* args_ = nullptr;
   const uint32_t* offsets_ = nullptr;
   uint64_t bytes_read_ = 0, bytes_written_ = 0, ops_ = 0;
   bool trapped_ = false;
+  Probe* probe_ = nullptr;  ///< set while a per-pass service collects on the submission
 };
 
 // ---- markers (range replay: --range-markers cuda-profiler | nvtx:NAME) ----

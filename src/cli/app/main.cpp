@@ -122,6 +122,36 @@ Result<HostCounters> host_counters() {
 
 bool is_host_chip(const std::string& chip) { return chip == "HOSTDEV" || chip == "host"; }
 
+// What the host device's per-pass services collect, one block per service.
+void list_host_services() {
+  struct Listed {
+    const char* title;
+    std::vector<kreplay_pass_service_metric_t> metrics;
+  };
+  const std::pair<kreplay_pass_service_kind_t, const char*> kinds[] = {
+      {KREPLAY_PASS_SERVICE_SASS_METRICS, "SASS metrics (--sass-metrics; * = --source-counters)"},
+      {KREPLAY_PASS_SERVICE_PM_SAMPLING, "PM sampling metrics (--pm-sampling)"},
+      {KREPLAY_PASS_SERVICE_PC_SAMPLING, "PC sampling stall reasons (--pc-sampling)"}};
+  for (const auto& [kind, title] : kinds) {
+    Listed l{title, {}};
+    kreplay_status_t s = kreplay_iterate_pass_service_metrics(
+        {hostrt::testing::agent_of()}, kind,
+        [](kreplay_agent_id_t, kreplay_pass_service_kind_t, const kreplay_pass_service_metric_t* m,
+           size_t n, void* ud) {
+          static_cast<Listed*>(ud)->metrics.assign(m, m + n);
+          return KREPLAY_STATUS_SUCCESS;
+        },
+        &l);
+    if (s != KREPLAY_STATUS_SUCCESS) continue;
+    std::printf("# host device: %zu %s\n", l.metrics.size(), title);
+    for (const auto& m : l.metrics) {
+      const bool star = kind == KREPLAY_PASS_SERVICE_SASS_METRICS && m.in_default_set;
+      const std::string name = std::string(m.name) + (star ? "*" : "");
+      std::printf("%-41s %s\n", name.c_str(), m.description);
+    }
+  }
+}
+
 int list_avail(const std::optional<std::string>& chip_option) {
   std::optional<std::string> chip = chip_option;
   if (!chip) chip = local_gpu_chip();
@@ -134,6 +164,7 @@ int list_avail(const std::optional<std::string>& chip_option) {
     }
     std::printf("# host device (chip HOSTDEV): %zu counters, %u per pass\n", c->list.size(), c->per_pass);
     for (const auto& i : c->list) std::printf("%-20s %-10s %s\n", i.name, i.unit, i.description);
+    list_host_services();
     return 0;
   }
 #if KREPLAY_CLI_HAVE_CUPTI
@@ -147,6 +178,9 @@ int list_avail(const std::optional<std::string>& chip_option) {
   for (const auto& m : *metrics) {
     std::printf("%-70s %-10s %s\n", m.name.c_str(), m.unit.c_str(), m.description.c_str());
   }
+  std::printf(
+      "# SASS metrics, PM sampling and PC sampling are not available on CUDA devices in "
+      "this build\n");
   return 0;
 #else
   return fail(fmt::format("this kreplay was built without CUDA; it cannot list chip '{}' (use "
