@@ -1,0 +1,110 @@
+// The profiler tool under range replay: pass counts, launches joining ranges, passes, outcomes.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "cli/output_path.hpp"
+#include "common/logging.hpp"
+#include "common/util.hpp"
+#include "tool/profiler.hpp"
+#include "tool/progress.hpp"
+
+namespace kreplay::tool {
+
+uint64_t Profiler::range_pass_count(const kreplay_range_info_t& info) {
+  std::lock_guard lock(mu_);
+  const AgentPlan* plan = plan_for(info.agent_id.handle);
+  return plan ? std::max<uint64_t>(1, plan->passes.size()) : 1;
+}
+
+void Profiler::on_range_config_enter(kreplay_callback_tracing_range_replay_data_t& p) {
+  std::lock_guard lock(mu_);
+  const AgentPlan* plan = plan_for(p.range.agent_id.handle);
+  // Every range gets a pass count, even 1: a range of one pass runs without a snapshot, but its
+  // launches still share one counter session.
+  if (plan) p.replay_pass_count = &range_pass_count_cb;
+}
+
+void Profiler::on_range_launch(kreplay_callback_tracing_range_replay_data_t& p,
+                               uint64_t correlation_id) {
+  const auto& info = p.dispatch_info;
+  tl_range_launch_id = info.dispatch_id;
+  launches_.fetch_add(1, std::memory_order_relaxed);
+  bool selected =
+      filter->selects_everything() || filter->select(info.kernel_name ? info.kernel_name : "",
+                                                     info.mangled_name ? info.mangled_name : "");
+  p.launch_selected = selected ? 1 : 0;
+  std::lock_guard lock(mu_);
+  if (!selected) {
+    not_selected_.fetch_add(1, std::memory_order_relaxed);
+    if (!config.output.kernel_trace) return;
+  }
+  Dispatch& d = dispatches_[info.dispatch_id];
+  d.selected = selected;
+  d.replayed = true;  // in a range: completes when the range closes
+  d.plan = plan_for(info.agent_id.handle);
+  auto& r = d.record;
+  fill_launch(r, info, correlation_id);
+  r.graph_id = p.graph_id;
+  r.graph_node = p.graph_node;
+  write_kernel_locked(info);
+}
+
+void Profiler::on_range_pass(const kreplay_callback_tracing_range_replay_data_t& p, bool enter) {
+  tl_pass = nullptr;
+  if (!enter) return;
+  std::lock_guard lock(mu_);
+  const AgentPlan* plan = plan_for(p.range.agent_id.handle);
+  if (plan == nullptr || p.current_pass >= plan->passes.size()) return;
+  tl_pass = &plan->passes[p.current_pass];
+  set_services_for_pass(*tl_pass, p.replay_start_context, p.replay_stop_context);
+}
+
+void Profiler::on_range_config_exit(const kreplay_callback_tracing_range_replay_data_t& p) {
+  const auto* o = p.outcome;
+  if (o == nullptr) return;
+  std::lock_guard lock(mu_);
+  // The tally counts the selected launches as replayed or declined (the others are counted as not
+  // selected when they join the range); passes count every execution of every launch, as in
+  // kernel replay.
+  uint64_t selected = 0;
+  for (uint64_t i = 0; i < o->launches; ++i) {
+    auto it = dispatches_.find(o->dispatch_ids[i]);
+    if (it != dispatches_.end() && it->second.selected) ++selected;
+  }
+  if (o->outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED) {
+    replayed_.fetch_add(selected, std::memory_order_relaxed);
+    passes_.fetch_add(o->launches * o->passes_executed, std::memory_order_relaxed);
+  } else {
+    passes_.fetch_add(o->launches, std::memory_order_relaxed);
+    if (o->outcome == KREPLAY_REPLAY_OUTCOME_DECLINED && selected > 0) {
+      declined_.fetch_add(selected, std::memory_order_relaxed);
+      declined_by_reason_[reason_name(o->reason)] += selected;
+    }
+  }
+  bool phases_booked = false;
+  for (uint64_t i = 0; i < o->launches; ++i) {
+    auto it = dispatches_.find(o->dispatch_ids[i]);
+    if (it == dispatches_.end()) continue;
+    auto& r = it->second.record;
+    r.outcome = outcome_name(o->outcome);
+    r.reason = reason_name(o->reason);
+    r.passes_requested = o->passes_requested;
+    r.passes_executed = o->passes_executed;
+    // The range's snapshot and restores are shared by its launches: they are booked on the first
+    // launch the outputs keep.
+    if (!phases_booked) {
+      phases_booked = true;
+      r.bytes_snapshotted = o->bytes_snapshotted;
+      r.bytes_restored = o->bytes_restored;
+      r.snapshot_ns = o->snapshot_ns;
+      r.restore_ns = o->restore_ns;
+      write_phases_locked(r, o->intervals, o->interval_count);
+    }
+    it->second.record_ready = true;
+    finish_dispatch_locked(o->dispatch_ids[i]);
+  }
+}
+
+}  // namespace kreplay::tool
