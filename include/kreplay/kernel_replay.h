@@ -164,6 +164,18 @@ typedef enum kreplay_graph_profiling_t {
   KREPLAY_GRAPH_PROFILING_LAST,
 } kreplay_graph_profiling_t;
 
+/** @brief What the caches hold when a counted pass starts (ncu's --cache-control). */
+typedef enum kreplay_cache_control_t {
+  KREPLAY_CACHE_CONTROL_NONE = 0,  ///< keep the current setting (FLUSH_ALL unless set otherwise)
+  /** Before every counted pass, after the restore and before the pass's services start, the
+   *  device's caches are written back and invalidated: every pass starts cold, and the restore's
+   *  own writes are not evicted (and counted) during the pass. The default, as in ncu. */
+  KREPLAY_CACHE_CONTROL_FLUSH_ALL,
+  /** The caches are left as the previous work (the restore, for passes > 0) left them. */
+  KREPLAY_CACHE_CONTROL_FLUSH_NONE,
+  KREPLAY_CACHE_CONTROL_LAST,
+} kreplay_cache_control_t;
+
 /** @brief Process-wide replay settings (set during initialize). */
 typedef struct kreplay_kernel_replay_options_t {
   uint64_t size;                           ///< sizeof the caller's struct
@@ -173,17 +185,19 @@ typedef struct kreplay_kernel_replay_options_t {
   int verify_restore;           ///< non-zero: find changed chunks after every pass, not only
                                 ///< after the first (slower; for kernels whose writes vary)
   kreplay_graph_profiling_t graph_profiling;  ///< NONE keeps the current (KREPLAY_GRAPH_PROFILING)
+  kreplay_cache_control_t cache_control;      ///< NONE keeps the current (KREPLAY_CACHE_CONTROL)
 } kreplay_kernel_replay_options_t;
 
 /**
- * @brief Change replay settings. The environment (KREPLAY_REPLAY_MEMORY=all|args) sets the
- * defaults; this call overrides them.
+ * @brief Change replay settings. The environment (KREPLAY_REPLAY_MEMORY=all|args,
+ * KREPLAY_GRAPH_PROFILING=node|graph, KREPLAY_CACHE_CONTROL=all|none) sets the defaults; this
+ * call overrides them.
  * @retval KREPLAY_STATUS_SUCCESS applied
  * @retval KREPLAY_STATUS_ERROR_CONFIGURATION_LOCKED called outside a tool's initialize
  * @retval KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI options->size too small
  * @retval KREPLAY_STATUS_ERROR_INVALID_ARGUMENT NULL or an out-of-range enum
- * A caller built before graph_profiling existed passes a smaller size; the field then keeps its
- * current value.
+ * A caller built before graph_profiling (or cache_control) existed passes a smaller size; the
+ * fields it lacks then keep their current values.
  */
 KREPLAY_API kreplay_status_t kreplay_configure_kernel_replay_options(
     const kreplay_kernel_replay_options_t* options);

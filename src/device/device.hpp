@@ -252,6 +252,14 @@ class Device {
   /// would be invalidated), so replay windows are declined meanwhile.
   virtual bool capture_active() { return false; }
 
+  /// Write back and invalidate the device's caches (--cache-control all), so that the work
+  /// submitted next starts cold. Stream-ordered before any later submission and complete when
+  /// this returns. The engine calls it before every counted pass, after the restore and before
+  /// the pass's services start. NOT_AVAILABLE: the device cannot (the engine says so once).
+  virtual Status flush_caches() {
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot flush its caches");
+  }
+
   /// Counter collection, or nullptr when the device has none.
   virtual CounterBackend* counters() { return nullptr; }
 

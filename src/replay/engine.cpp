@@ -277,6 +277,7 @@ void Engine::open_window(DispatchState& st) {
     st.probe = true;
     return;
   }
+  flush_before_pass(*slot.device);
   st.pass = 0;
   hooks_.pass_enter(st, *st.local);
   hooks_.before_submit(st);
@@ -481,6 +482,7 @@ void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
     out.bytes_restored += *restored;
     out.restore_ns += t1 - t0;
     st.intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, st.pass, t0, t1, *restored});
+    flush_before_pass(dev);
     ++st.pass;
     hooks_.pass_enter(st, *st.local);
     hooks_.before_submit(st);
@@ -523,6 +525,7 @@ bool Engine::run_probe(DispatchState& st) {
   out.bytes_restored += *restored;
   out.restore_ns += t1 - t0;
   st.intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, 0, t0, t1, *restored});
+  flush_before_pass(*st.slot->device);
   st.pass = 0;
   hooks_.pass_enter(st, *st.local);
   hooks_.before_submit(st);
@@ -537,6 +540,20 @@ bool Engine::run_probe(DispatchState& st) {
     return false;
   }
   return true;
+}
+
+void Engine::flush_before_pass(device::Device& dev) {
+  if (!options().flush_caches) return;
+  Status s = dev.flush_caches();
+  if (s.ok()) {
+    stats_.cache_flushes.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // Once per process: the same device answers the same way on every pass.
+  KR_WARN_ONCE("cache-flush",
+               "--cache-control all: the caches could not be flushed before a "
+               "pass ({}); passes start with whatever the caches hold",
+               s.message());
 }
 
 void Engine::finish_window(DispatchState& st) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <utility>
 
 #include "common/util.hpp"
 #include "sdk/runtime.hpp"
@@ -399,6 +400,26 @@ Result<std::vector<std::vector<device::CounterValue>>> HostDevice::end_range_pas
   return out;
 }
 
+Status HostDevice::flush_caches() {
+  std::lock_guard lock(flush_mu_);
+  ++flushes_.total;
+  if (running_.load() > 0) ++flushes_.inside_pass;
+  ++pending_flushes_;
+  return Status::Ok();
+}
+
+uint64_t HostDevice::submission_started() {
+  running_.fetch_add(1);
+  std::lock_guard lock(flush_mu_);
+  flushes_.before_submission.push_back(pending_flushes_);
+  return std::exchange(pending_flushes_, 0);
+}
+
+HostDevice::FlushLog HostDevice::flush_log() {
+  std::lock_guard lock(flush_mu_);
+  return flushes_;
+}
+
 std::unique_ptr<device::Launch> HostLaunch::record() {
   auto copy = std::make_unique<HostLaunch>(*this);
   copy->probe_next.reset();
@@ -417,18 +438,24 @@ Status HostLaunch::submit() {
   auto rec = std::make_shared<ExecRecord>();
   rec->probe = std::move(probe_next);
   last = rec;
-  if (device != nullptr) device->note_submission(rec);
-  stream->enqueue([rec, fn = fn, grid = grid, block = block, args = args, offsets = offsets] {
-    rec->start_ns = now_ns();
-    ThreadContext ctx;
-    ctx.grid_dim = grid;
-    ctx.block_dim = block;
-    Executor::run(fn, ctx, args.data(), offsets.data(), *rec, rec->probe.get());
-    if (rec->probe) rec->probe->finish();
-    rec->end_ns = now_ns();
-    if (rec->end_ns == rec->start_ns) ++rec->end_ns;
-    rec->finish();
-  });
+  if (device != nullptr) {
+    device->note_submission(rec);
+    device->submission_started();
+  }
+  stream->enqueue(
+      [rec, dev = device, fn = fn, grid = grid, block = block, args = args, offsets = offsets] {
+        rec->start_ns = now_ns();
+        ThreadContext ctx;
+        ctx.grid_dim = grid;
+        ctx.block_dim = block;
+        Executor::run(fn, ctx, args.data(), offsets.data(), *rec, rec->probe.get());
+        if (rec->probe) rec->probe->finish();
+        rec->end_ns = now_ns();
+        if (rec->end_ns == rec->start_ns) ++rec->end_ns;
+        // Before finish(): whoever waits for the pass may flush at once, and that is not inside it.
+        if (dev != nullptr) dev->submission_finished();
+        rec->finish();
+      });
   return Status::Ok();
 }
 
@@ -542,13 +569,18 @@ Status HostGraphLaunch::submit() {
   auto rec = std::make_shared<ExecRecord>();
   rec->probe = std::move(probe_next);
   last = rec;
-  if (device != nullptr) device->note_submission(rec);
-  stream->enqueue([rec, nodes = nodes] {
+  if (device != nullptr) {
+    device->note_submission(rec);
+    device->submission_started();
+  }
+  stream->enqueue([rec, dev = device, nodes = nodes] {
     rec->start_ns = now_ns();
     run_nodes(nodes, *rec, rec->probe.get());
     if (rec->probe) rec->probe->finish();
     rec->end_ns = now_ns();
     if (rec->end_ns == rec->start_ns) ++rec->end_ns;
+    // Before finish(): whoever waits for the pass may flush at once, and that is not inside it.
+    if (dev != nullptr) dev->submission_finished();
     rec->finish();
   });
   return Status::Ok();
