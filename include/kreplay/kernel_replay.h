@@ -112,6 +112,12 @@ typedef struct kreplay_replay_outcome_record_t {
   uint64_t restore_ns;                 ///< time spent restoring, summed
   const kreplay_replay_interval_t* intervals;  ///< snapshot and restores, in order
   uint64_t interval_count;             ///< entries in intervals
+  /** --check-divergence: passes after the first whose tracked memory, when the pass ended,
+   *  differed from what the first pass left (float atomics in another order, a race, a kernel
+   *  that reads a clock): its passes did not measure the same work. 0 when they all agreed or
+   *  when the check was off (divergence_checked says which). */
+  uint64_t diverged_passes;
+  int divergence_checked;  ///< non-zero: every executed pass's memory was compared
 } kreplay_replay_outcome_record_t;
 
 /**
@@ -186,6 +192,9 @@ typedef struct kreplay_kernel_replay_options_t {
                                 ///< after the first (slower; for kernels whose writes vary)
   kreplay_graph_profiling_t graph_profiling;  ///< NONE keeps the current (KREPLAY_GRAPH_PROFILING)
   kreplay_cache_control_t cache_control;      ///< NONE keeps the current (KREPLAY_CACHE_CONTROL)
+  /** non-zero: after every pass, digest the tracked memory and compare it with the first pass's
+   *  (kreplay_replay_outcome_record_t::diverged_passes); KREPLAY_CHECK_DIVERGENCE=1 sets it. */
+  int check_divergence;
 } kreplay_kernel_replay_options_t;
 
 /**

@@ -398,6 +398,9 @@ TEST(InputFile, CacheAndClockControl) {
   EXPECT_EQ(f.jobs[0].settings.cache_control, CacheControl::kNone);
   EXPECT_EQ(f.jobs[1].settings.cache_control, CacheControl::kAll);
   EXPECT_FALSE(f.jobs[2].settings.cache_control.has_value());
+  EXPECT_FALSE(f.jobs[2].settings.check_divergence.has_value());
+  EXPECT_EQ(json_ok(R"({"jobs": [{"check_divergence": true}]})").jobs[0].settings.check_divergence,
+            true);
   InputFile y = yaml_ok("jobs:\n  - cache_control: none\n");
   ASSERT_EQ(y.jobs.size(), 1u);
   EXPECT_EQ(y.jobs[0].settings.cache_control, CacheControl::kNone);

@@ -34,7 +34,7 @@ struct Raw {
   std::string include, exclude, kernel_name, iteration_range, launch_skip, launch_count;
   std::string output_directory, output_file;
   std::vector<std::string> output_format;
-  bool kernel_trace = false, summary = false, gzip = false;
+  bool kernel_trace = false, summary = false, gzip = false, check_divergence = false;
   std::string input;
   bool list_avail = false;
   std::vector<std::string> pmc_check;
@@ -193,6 +193,11 @@ void add_options(CLI::App& app, Raw& r) {
                  "them, after the restore, so every pass starts cold; none leaves them as the "
                  "restore left them (as ncu --cache-control)")
       ->type_name("all|none")
+      ->group(replay);
+  app.add_flag("--check-divergence", r.check_divergence,
+               "After every pass, digest the memory the launch can change and compare the passes; "
+               "a launch whose passes leave different memory is flagged (they did not measure "
+               "the same work)")
       ->group(replay);
   app.add_option("--clock-control", r.clock_control,
                  "Accepted with none only: kreplay never changes clocks on a shared GPU (as ncu "
@@ -459,6 +464,7 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
     ASSIGN_OR_RETURN(s.cache_control,
                      parse_cache_control_value("--cache-control", r.cache_control));
   }
+  if (given("--check-divergence")) s.check_divergence = r.check_divergence;
   if (given("--clock-control")) {
     RETURN_IF_ERROR(check_clock_control("--clock-control", r.clock_control));
   }

@@ -231,6 +231,8 @@ TEST(Options, CacheAndClockControl) {
   EXPECT_EQ(ok({"--cache-control", "none", "--", "a"}).settings.cache_control, CacheControl::kNone);
   EXPECT_EQ(ok({"--cache-control", "all", "--", "a"}).settings.cache_control, CacheControl::kAll);
   EXPECT_EQ(ok({"--clock-control", "none", "--", "a"}).settings, RunSettings{});
+  EXPECT_FALSE(ok({"--", "a"}).settings.check_divergence.has_value());
+  EXPECT_EQ(ok({"--check-divergence", "--", "a"}).settings.check_divergence, true);
   std::string m = fails({"--cache-control", "some", "--", "a"});
   EXPECT_HAS(m, "--cache-control: unknown value \"some\"; use all or none");
   m = fails({"--clock-control", "base", "--", "a"});

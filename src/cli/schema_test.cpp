@@ -110,6 +110,7 @@ TEST(InputSchema, EveryDocumentedKeyParses) {
                                                      {"graph_profiling", R"("graph")"},
                                                      {"cache_control", R"("none")"},
                                                      {"clock_control", R"("none")"},
+                                                     {"check_divergence", "true"},
                                                      {"kernel_replay_beta_enabled", "true"},
                                                      {"kernel_include_regex", R"("g")"},
                                                      {"kernel_exclude_regex", R"("g")"},

@@ -28,6 +28,7 @@ struct RunSettings {
   std::optional<ReplayMemory> replay_memory;
   std::optional<GraphProfiling> graph_profiling;
   std::optional<CacheControl> cache_control;
+  std::optional<bool> check_divergence;
   std::optional<std::string> kernel_include_regex;
   std::optional<std::string> kernel_exclude_regex;
   std::optional<std::string> kernel_name;
@@ -56,6 +57,7 @@ struct RunSettings {
   X(replay_memory, "replay_memory", "--replay-memory")                            \
   X(graph_profiling, "graph_profiling", "--graph-profiling")                      \
   X(cache_control, "cache_control", "--cache-control")                            \
+  X(check_divergence, "check_divergence", "--check-divergence")                   \
   X(kernel_include_regex, "kernel_include_regex", "--kernel-include-regex")       \
   X(kernel_exclude_regex, "kernel_exclude_regex", "--kernel-exclude-regex")       \
   X(kernel_name, "kernel_name", "--kernel-name")                                  \

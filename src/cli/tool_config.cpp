@@ -192,6 +192,7 @@ void to_json(json& j, const ToolConfig& c) {
            {"replay_memory", std::string(to_string(c.replay_memory))},
            {"graph_profiling", std::string(to_string(c.graph_profiling))},
            {"cache_control", std::string(to_string(c.cache_control))},
+           {"check_divergence", c.check_divergence},
            {"log_level", c.log_level},
            {"app_pass", c.app_pass},
            {"app_pass_count", c.app_pass_count},
@@ -243,6 +244,7 @@ void from_json(const json& j, ToolConfig& c) {
   out.replay_memory = enum_at<ReplayMemory>(j, "replay_memory", &parse_replay_memory);
   out.graph_profiling = enum_at<GraphProfiling>(j, "graph_profiling", &parse_graph_profiling);
   out.cache_control = enum_at<CacheControl>(j, "cache_control", &parse_cache_control);
+  j.at("check_divergence").get_to(out.check_divergence);
   j.at("log_level").get_to(out.log_level);
   j.at("app_pass").get_to(out.app_pass);
   j.at("app_pass_count").get_to(out.app_pass_count);

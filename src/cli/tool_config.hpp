@@ -190,6 +190,7 @@ struct ToolConfig {
   ReplayMemory replay_memory = ReplayMemory::kAll;
   GraphProfiling graph_profiling = GraphProfiling::kNode;
   CacheControl cache_control = CacheControl::kAll;
+  bool check_divergence = false;  ///< --check-divergence
   /// One of kLogLevelNames or 0-4; "" when the user gave none, so the tool keeps
   /// KREPLAY_LOG_LEVEL from the environment (or its default).
   std::string log_level;

@@ -20,6 +20,7 @@ ToolConfig full_config() {
   c.metrics = {"sm__throughput.avg.pct_of_peak_sustained_elapsed"};
   c.replay_mode = ReplayMode::kRange;
   c.cache_control = CacheControl::kNone;
+  c.check_divergence = true;
   c.range_markers = "nvtx:step";
   c.passes = {{PassKind::kCounters, 0, false},
               {PassKind::kTiming, -1, true},

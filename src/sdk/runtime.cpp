@@ -58,6 +58,7 @@ replay::Options options_from_env() {
       KR_WARN("KREPLAY_GRAPH_PROFILING='{}' is not node or graph (using node)", *g);
     }
   }
+  o.check_divergence = env::get_bool("KREPLAY_CHECK_DIVERGENCE", o.check_divergence);
   if (auto c = env::get("KREPLAY_CACHE_CONTROL")) {
     if (*c == "all" || *c == "none") {
       o.flush_caches = *c == "all";
@@ -191,6 +192,9 @@ Status Runtime::set_replay_options(const kreplay_kernel_replay_options_t& o) {
   }
   if (has_cache_control && o.cache_control != KREPLAY_CACHE_CONTROL_NONE) {
     opt.flush_caches = o.cache_control == KREPLAY_CACHE_CONTROL_FLUSH_ALL;
+  }
+  if (o.size >= KREPLAY_STRUCT_SIZE(kreplay_kernel_replay_options_t, check_divergence)) {
+    opt.check_divergence = o.check_divergence != 0;
   }
   opt.max_snapshot_bytes = o.max_snapshot_bytes;
   if (o.drain_timeout_ms != 0) opt.drain_timeout_ms = o.drain_timeout_ms;

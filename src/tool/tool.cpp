@@ -27,6 +27,7 @@
 #include "common/util.hpp"
 #include "kreplay/kreplay.h"
 #include "output/writer.hpp"
+#include "tool/divergence.hpp"
 #include "tool/pass_plan.hpp"
 #include "tool/progress.hpp"
 #include "tool/services/tool_service.hpp"
@@ -165,6 +166,7 @@ class Profiler final : public ServiceHost {
     std::string why;  // the last refusal's message
   };
   std::map<cli::PassKind, ServiceTally> service_tally_;  // guarded by mu_
+  DivergenceTally divergence_;                           // guarded by mu_
   std::atomic<uint64_t> launches_{0}, replayed_{0}, declined_{0}, not_selected_{0}, passes_{0};
   uint64_t counter_passes_lost_ = 0;  // guarded by mu_
 
@@ -297,6 +299,7 @@ int Profiler::initialize() {
   run.options["graph_profiling"] = std::string(cli::to_string(config.graph_profiling));
   run.options["cache_control"] = std::string(cli::to_string(config.cache_control));
   run.options["clock_control"] = "none";  // kreplay never changes clocks
+  run.options["check_divergence"] = config.check_divergence ? "true" : "false";
   run.options["origin"] = config.origin;
   std::vector<kreplay_agent_t> agent_list;
   for (size_t i = 0; i < agents; ++i) {
@@ -469,6 +472,7 @@ int Profiler::initialize() {
   opts.cache_control = config.cache_control == cli::CacheControl::kNone
                            ? KREPLAY_CACHE_CONTROL_FLUSH_NONE
                            : KREPLAY_CACHE_CONTROL_FLUSH_ALL;
+  opts.check_divergence = config.check_divergence ? 1 : 0;
   kreplay_configure_kernel_replay_options(&opts);
   kreplay_start_context(replay_ctx);
 
@@ -540,6 +544,10 @@ void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_
     } else if (o->outcome == KREPLAY_REPLAY_OUTCOME_DECLINED) {
       declined_.fetch_add(1, std::memory_order_relaxed);
       ++declined_by_reason_[reason_name(o->reason)];
+    }
+    if (o->size >= KREPLAY_STRUCT_SIZE(kreplay_replay_outcome_record_t, divergence_checked) &&
+        o->diverged_passes > 0) {
+      divergence_.add(info.kernel_name ? info.kernel_name : "");
     }
     if (o->outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED)
       passes_.fetch_add(o->passes_executed, std::memory_order_relaxed);
@@ -983,6 +991,7 @@ void Profiler::finalize(bool from_signal) {
              : fmt::format("; the counters of {} passes were lost (counter_status 'lost' in the "
                            "passes table)",
                            sum.counter_passes_lost));
+  if (std::string line = divergence_.line(); !line.empty()) KR_WARN("{}", line);
   for (const auto& [kind, t] : service_tally_) {
     KR_NOTICE("{}: {} records from {} passes{}", cli::to_string(kind), t.records, t.passes,
               t.refused == 0 ? std::string()

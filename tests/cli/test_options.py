@@ -370,6 +370,17 @@ class CacheAndClockControl(e2e.KreplayTestCase):
                                subdir="none")
         self.assertEqual((none.get("cache_control"), none.get("clock_control")), ("none", "none"))
 
+    def test_check_divergence_is_recorded_and_quiet_for_deterministic_kernels(self):
+        off = self.options_of(subdir="off")
+        self.assertEqual(off.get("check_divergence"), "false")
+        r = self.sample("--pmc", "threads_launched", "--pmc", "ops", "--check-divergence",
+                        "-d", "on")
+        db = self.db_of(r, os.path.join(self.tmp, "on"))
+        on = json.loads(e2e.rows(db, "SELECT options FROM run")[0]["options"])
+        self.assertEqual(on.get("check_divergence"), "true")
+        # the sample application's kernels are deterministic: no launch is said to diverge
+        self.assertFalse(any("left different memory" in l for l in r.kreplay_lines), str(r))
+
     def test_clock_control_other_than_none_is_refused_in_one_line(self):
         r = self.kreplay("--clock-control", "base", "--", e2e.SAMPLE_APP)
         self.assert_one_line_error(r, "--clock-control", "never changes clocks on a shared GPU")

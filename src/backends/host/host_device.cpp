@@ -268,6 +268,22 @@ Status HostDevice::snapshot(std::span<const device::CopyRegion> regions, uint64_
   return Status::Ok();
 }
 
+Status HostDevice::digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                               std::span<uint64_t> digests) {
+  for (const auto& r : regions) {
+    auto* live = reinterpret_cast<const std::byte*>(r.live);
+    uint64_t n = device::chunk_count(r.size, chunk_bytes);
+    for (uint64_t c = 0; c < n; ++c) {
+      uint64_t off = c * chunk_bytes;
+      if (r.first_chunk + c >= digests.size()) {
+        return Error(KREPLAY_STATUS_ERROR_INTERNAL, "chunk outside the digest array");
+      }
+      digests[r.first_chunk + c] = digest(live + off, std::min(chunk_bytes, r.size - off));
+    }
+  }
+  return Status::Ok();
+}
+
 Status HostDevice::find_changed(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                                 std::span<const uint64_t> digests, std::vector<uint64_t>* changed) {
   for (const auto& r : regions) {

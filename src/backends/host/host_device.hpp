@@ -88,6 +88,8 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   Status restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                  std::span<const uint64_t> chunks) override;
   uint64_t untracked_bytes() override { return untracked_.load(); }
+  Status digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                     std::span<uint64_t> digests) override;
   /// The host device has no caches: it counts the flushes (for tests: hostrt::testing).
   Status flush_caches() override;
   device::CounterBackend* counters() override { return this; }
