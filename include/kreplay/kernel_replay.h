@@ -112,6 +112,12 @@ typedef struct kreplay_replay_outcome_record_t {
   uint64_t restore_ns;                 ///< time spent restoring, summed
   const kreplay_replay_interval_t* intervals;  ///< snapshot and restores, in order
   uint64_t interval_count;             ///< entries in intervals
+  /** --check-divergence: passes after the first whose tracked memory, when the pass ended,
+   *  differed from what the first pass left (float atomics in another order, a race, a kernel
+   *  that reads a clock): its passes did not measure the same work. 0 when they all agreed or
+   *  when the check was off (divergence_checked says which). */
+  uint64_t diverged_passes;
+  int divergence_checked;  ///< non-zero: every executed pass's memory was compared
 } kreplay_replay_outcome_record_t;
 
 /**
@@ -164,6 +170,18 @@ typedef enum kreplay_graph_profiling_t {
   KREPLAY_GRAPH_PROFILING_LAST,
 } kreplay_graph_profiling_t;
 
+/** @brief What the caches hold when a counted pass starts (ncu's --cache-control). */
+typedef enum kreplay_cache_control_t {
+  KREPLAY_CACHE_CONTROL_NONE = 0,  ///< keep the current setting (FLUSH_ALL unless set otherwise)
+  /** Before every counted pass, after the restore and before the pass's services start, the
+   *  device's caches are written back and invalidated: every pass starts cold, and the restore's
+   *  own writes are not evicted (and counted) during the pass. The default, as in ncu. */
+  KREPLAY_CACHE_CONTROL_FLUSH_ALL,
+  /** The caches are left as the previous work (the restore, for passes > 0) left them. */
+  KREPLAY_CACHE_CONTROL_FLUSH_NONE,
+  KREPLAY_CACHE_CONTROL_LAST,
+} kreplay_cache_control_t;
+
 /** @brief Process-wide replay settings (set during initialize). */
 typedef struct kreplay_kernel_replay_options_t {
   uint64_t size;                           ///< sizeof the caller's struct
@@ -173,17 +191,22 @@ typedef struct kreplay_kernel_replay_options_t {
   int verify_restore;           ///< non-zero: find changed chunks after every pass, not only
                                 ///< after the first (slower; for kernels whose writes vary)
   kreplay_graph_profiling_t graph_profiling;  ///< NONE keeps the current (KREPLAY_GRAPH_PROFILING)
+  kreplay_cache_control_t cache_control;      ///< NONE keeps the current (KREPLAY_CACHE_CONTROL)
+  /** non-zero: after every pass, digest the tracked memory and compare it with the first pass's
+   *  (kreplay_replay_outcome_record_t::diverged_passes); KREPLAY_CHECK_DIVERGENCE=1 sets it. */
+  int check_divergence;
 } kreplay_kernel_replay_options_t;
 
 /**
- * @brief Change replay settings. The environment (KREPLAY_REPLAY_MEMORY=all|args) sets the
- * defaults; this call overrides them.
+ * @brief Change replay settings. The environment (KREPLAY_REPLAY_MEMORY=all|args,
+ * KREPLAY_GRAPH_PROFILING=node|graph, KREPLAY_CACHE_CONTROL=all|none) sets the defaults; this
+ * call overrides them.
  * @retval KREPLAY_STATUS_SUCCESS applied
  * @retval KREPLAY_STATUS_ERROR_CONFIGURATION_LOCKED called outside a tool's initialize
  * @retval KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI options->size too small
  * @retval KREPLAY_STATUS_ERROR_INVALID_ARGUMENT NULL or an out-of-range enum
- * A caller built before graph_profiling existed passes a smaller size; the field then keeps its
- * current value.
+ * A caller built before graph_profiling (or cache_control) existed passes a smaller size; the
+ * fields it lacks then keep their current values.
  */
 KREPLAY_API kreplay_status_t kreplay_configure_kernel_replay_options(
     const kreplay_kernel_replay_options_t* options);

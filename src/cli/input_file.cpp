@@ -577,6 +577,14 @@ class JobReader {
     } else if (key == "graph_profiling") {
       ASSIGN_OR_RETURN(std::string text, v.text());
       ASSIGN_OR_RETURN(s.graph_profiling, parse_graph_profiling_value(what, text));
+    } else if (key == "cache_control") {
+      ASSIGN_OR_RETURN(std::string text, v.text());
+      ASSIGN_OR_RETURN(s.cache_control, parse_cache_control_value(what, text));
+    } else if (key == "check_divergence") {
+      ASSIGN_OR_RETURN(s.check_divergence, v.boolean());
+    } else if (key == "clock_control") {
+      ASSIGN_OR_RETURN(std::string text, v.text());
+      RETURN_IF_ERROR(check_clock_control(what, text));
     } else if (key == "kernel_replay_beta_enabled") {
       // Accepted so rocprofv3 files work unchanged; kreplay needs no acknowledgement.
       ASSIGN_OR_RETURN(bool ignored, v.boolean());

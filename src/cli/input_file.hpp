@@ -42,7 +42,7 @@ inline constexpr std::array<std::string_view, 3> kTopLevelKeys = {"$schema", "jo
                                                                   "jobs"};
 
 /// Keys accepted in a job, in the order the schema documents them.
-inline constexpr std::array<std::string_view, 34> kJobKeys = {
+inline constexpr std::array<std::string_view, 37> kJobKeys = {
     "pmc",
     "pmc_groups",
     "pmc_group_interval",
@@ -62,6 +62,9 @@ inline constexpr std::array<std::string_view, 34> kJobKeys = {
     "range_markers",
     "replay_memory",
     "graph_profiling",
+    "cache_control",
+    "clock_control",
+    "check_divergence",
     "kernel_replay_beta_enabled",
     "kernel_include_regex",
     "kernel_exclude_regex",

@@ -292,6 +292,10 @@ TEST(InputFileErrors, TypesAndValuesNameKeyAndPosition) {
              "jobs[0].replay_mode: unknown value \"kernal\"; use kernel, application or range");
   EXPECT_HAS(json_error(R"({"jobs": [{"replay_memory": "none"}]})"),
              "jobs[0].replay_memory: unknown value \"none\"; use all or args");
+  EXPECT_HAS(json_error(R"({"jobs": [{"cache_control": "some"}]})"),
+             "jobs[0].cache_control: unknown value \"some\"; use all or none");
+  EXPECT_HAS(json_error(R"({"jobs": [{"clock_control": "base"}]})"),
+             "kreplay never changes clocks on a shared GPU");
   EXPECT_HAS(json_error(R"({"jobs": [{"output_format": ["csv", "pdf"]}]})"),
              "jobs[0].output_format: unknown value \"pdf\"");
   EXPECT_HAS(json_error(R"({"jobs": [{"log_level": "loud"}]})"),
@@ -386,5 +390,20 @@ TEST_F(InputFileOnDisk, MissingFile) {
   EXPECT_HAS(r.status().message(), "No such file or directory");
 }
 
+// Issue 12: a job may set cache_control (all|none) and clock_control (none only).
+TEST(InputFile, CacheAndClockControl) {
+  InputFile f = json_ok(R"({"jobs": [{"cache_control": "none", "clock_control": "none"},
+                                     {"cache_control": "all"}, {}]})");
+  ASSERT_EQ(f.jobs.size(), 3u);
+  EXPECT_EQ(f.jobs[0].settings.cache_control, CacheControl::kNone);
+  EXPECT_EQ(f.jobs[1].settings.cache_control, CacheControl::kAll);
+  EXPECT_FALSE(f.jobs[2].settings.cache_control.has_value());
+  EXPECT_FALSE(f.jobs[2].settings.check_divergence.has_value());
+  EXPECT_EQ(json_ok(R"({"jobs": [{"check_divergence": true}]})").jobs[0].settings.check_divergence,
+            true);
+  InputFile y = yaml_ok("jobs:\n  - cache_control: none\n");
+  ASSERT_EQ(y.jobs.size(), 1u);
+  EXPECT_EQ(y.jobs[0].settings.cache_control, CacheControl::kNone);
+}
 }  // namespace
 }  // namespace kreplay::cli

@@ -28,12 +28,13 @@ struct Raw {
   std::string metric_set, section_folder;
   std::vector<std::string> sections;
   bool list_sets = false, list_sections = false;
-  std::string replay_mode, range_markers, replay_memory, graph_profiling;
+  std::string replay_mode, range_markers, replay_memory, graph_profiling, cache_control,
+      clock_control;
   bool beta = false;
   std::string include, exclude, kernel_name, iteration_range, launch_skip, launch_count;
   std::string output_directory, output_file;
   std::vector<std::string> output_format;
-  bool kernel_trace = false, summary = false, gzip = false;
+  bool kernel_trace = false, summary = false, gzip = false, check_divergence = false;
   std::string input;
   bool list_avail = false;
   std::vector<std::string> pmc_check;
@@ -186,6 +187,22 @@ void add_options(CLI::App& app, Raw& r) {
                  "launch of its own, replayed with the graph; graph profiles each graph launch "
                  "as one workload with one set of values (as ncu --graph-profiling)")
       ->type_name("node|graph")
+      ->group(replay);
+  app.add_option("--cache-control", r.cache_control,
+                 "Caches before every counted pass: all (default) writes them back and invalidates "
+                 "them, after the restore, so every pass starts cold; none leaves them as the "
+                 "restore left them (as ncu --cache-control)")
+      ->type_name("all|none")
+      ->group(replay);
+  app.add_flag("--check-divergence", r.check_divergence,
+               "After every pass, digest the memory the launch can change and compare the passes; "
+               "a launch whose passes leave different memory is flagged (they did not measure "
+               "the same work)")
+      ->group(replay);
+  app.add_option("--clock-control", r.clock_control,
+                 "Accepted with none only: kreplay never changes clocks on a shared GPU (as ncu "
+                 "--clock-control none)")
+      ->type_name("none")
       ->group(replay);
   app.add_flag("--kernel-replay-beta-enabled", r.beta,
                "Accepted and ignored, so rocprofv3 command lines work unchanged")
@@ -442,6 +459,14 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
   if (given("--graph-profiling")) {
     ASSIGN_OR_RETURN(s.graph_profiling,
                      parse_graph_profiling_value("--graph-profiling", r.graph_profiling));
+  }
+  if (given("--cache-control")) {
+    ASSIGN_OR_RETURN(s.cache_control,
+                     parse_cache_control_value("--cache-control", r.cache_control));
+  }
+  if (given("--check-divergence")) s.check_divergence = r.check_divergence;
+  if (given("--clock-control")) {
+    RETURN_IF_ERROR(check_clock_control("--clock-control", r.clock_control));
   }
   o.kernel_replay_beta_enabled = r.beta;
 

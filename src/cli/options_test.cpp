@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kreplay/kreplay.h"
 
 namespace kreplay::cli {
@@ -222,6 +224,22 @@ TEST(OptionErrors, MissingApplication) {
   EXPECT_HAS(fails({"--", ""}), "application name after -- is empty");
 }
 
+// Issue 12: --cache-control all|none (as ncu; unset means the default, all) and
+// --clock-control, accepted with none only.
+TEST(Options, CacheAndClockControl) {
+  EXPECT_FALSE(ok({"--", "a"}).settings.cache_control.has_value());
+  EXPECT_EQ(ok({"--cache-control", "none", "--", "a"}).settings.cache_control, CacheControl::kNone);
+  EXPECT_EQ(ok({"--cache-control", "all", "--", "a"}).settings.cache_control, CacheControl::kAll);
+  EXPECT_EQ(ok({"--clock-control", "none", "--", "a"}).settings, RunSettings{});
+  EXPECT_FALSE(ok({"--", "a"}).settings.check_divergence.has_value());
+  EXPECT_EQ(ok({"--check-divergence", "--", "a"}).settings.check_divergence, true);
+  std::string m = fails({"--cache-control", "some", "--", "a"});
+  EXPECT_HAS(m, "--cache-control: unknown value \"some\"; use all or none");
+  m = fails({"--clock-control", "base", "--", "a"});
+  EXPECT_HAS(m, "--clock-control 'base': kreplay never changes clocks on a shared GPU");
+  EXPECT_EQ(std::count(m.begin(), m.end(), '\n'), 0) << m;
+}
+
 TEST(OptionErrors, ApplicationSwallowedByPmc) {
   std::string m = fails({"--pmc", "A", "./app"});
   EXPECT_HAS(m, "\"./app\" looks like a path");
@@ -322,12 +340,13 @@ TEST(OptionErrors, AnOptionIsNeverAnotherOptionsValue) {
   EXPECT_HAS(m, "kreplay --pmc-check A B --chip GH100");
   EXPECT_EQ(m.find("unknown counter"), std::string::npos);
   // Every option that takes a value, followed by an option (a flag, or one with a value).
-  const std::vector<std::string> valued = {
+  std::vector<std::string> valued = {
       "--pmc", "--metrics", "--set", "--section", "--section-folder", "--replay-mode",
       "--range-markers", "--replay-memory", "--graph-profiling", "--kernel-include-regex",
       "--kernel-exclude-regex", "-k", "--kernel-name", "--kernel-iteration-range",
       "--launch-skip", "--launch-count", "-d", "--output-directory", "-o", "--output-file",
       "--output-format", "-i", "--input", "--pmc-check", "--chip", "--log-level"};
+  valued.insert(valued.end(), {"--cache-control", "--clock-control"});
   for (const auto& opt : valued) {
     for (const std::vector<std::string>& after :
          {std::vector<std::string>{"--kernel-trace"}, std::vector<std::string>{"-S"},

@@ -59,6 +59,8 @@ TEST(InputSchema, JobEnumsMatchParser) {
   EXPECT_EQ(strings(job.at("replay_mode").at("enum")), list(kReplayModeNames));
   EXPECT_EQ(strings(job.at("replay_memory").at("enum")), list(kReplayMemoryNames));
   EXPECT_EQ(strings(job.at("graph_profiling").at("enum")), list(kGraphProfilingNames));
+  EXPECT_EQ(strings(job.at("cache_control").at("enum")), list(kCacheControlNames));
+  EXPECT_EQ(strings(job.at("clock_control").at("enum")), list(kClockControlNames));
   EXPECT_EQ(strings(job.at("output_format").at("oneOf")[0].at("items").at("enum")),
             list(kOutputFormatNames));
   EXPECT_EQ(strings(job.at("log_level").at("enum")), list(kLogLevelNames));
@@ -106,6 +108,9 @@ TEST(InputSchema, EveryDocumentedKeyParses) {
                                                      {"range_markers", R"("nvtx:x")"},
                                                      {"replay_memory", R"("args")"},
                                                      {"graph_profiling", R"("graph")"},
+                                                     {"cache_control", R"("none")"},
+                                                     {"clock_control", R"("none")"},
+                                                     {"check_divergence", "true"},
                                                      {"kernel_replay_beta_enabled", "true"},
                                                      {"kernel_include_regex", R"("g")"},
                                                      {"kernel_exclude_regex", R"("g")"},

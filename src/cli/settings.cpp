@@ -32,6 +32,9 @@ std::string describe_value(ReplayMemory value) {
 std::string describe_value(GraphProfiling value) {
   return std::string(to_string(value));
 }
+std::string describe_value(CacheControl value) {
+  return std::string(to_string(value));
+}
 std::string describe_value(uint64_t value) {
   return std::to_string(value);
 }
@@ -125,6 +128,20 @@ Result<GraphProfiling> parse_graph_profiling_value(std::string_view what, std::s
   auto mode = parse_graph_profiling(text);
   if (!mode) return unknown_value(what, text, names_of(kGraphProfilingNames));
   return *mode;
+}
+
+Result<CacheControl> parse_cache_control_value(std::string_view what, std::string_view text) {
+  auto mode = parse_cache_control(text);
+  if (!mode) return unknown_value(what, text, names_of(kCacheControlNames));
+  return *mode;
+}
+
+Status check_clock_control(std::string_view what, std::string_view text) {
+  if (text == "none") return Status::Ok();
+  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+               fmt::format("{} '{}': kreplay never changes clocks on a shared GPU; only none is "
+                           "accepted (as ncu --clock-control none)",
+                           what, text));
 }
 
 Result<std::vector<OutputFormat>> parse_output_formats(std::string_view what,

@@ -27,6 +27,8 @@ struct RunSettings {
   std::optional<std::string> range_markers;
   std::optional<ReplayMemory> replay_memory;
   std::optional<GraphProfiling> graph_profiling;
+  std::optional<CacheControl> cache_control;
+  std::optional<bool> check_divergence;
   std::optional<std::string> kernel_include_regex;
   std::optional<std::string> kernel_exclude_regex;
   std::optional<std::string> kernel_name;
@@ -54,6 +56,8 @@ struct RunSettings {
   X(range_markers, "range_markers", "--range-markers")                            \
   X(replay_memory, "replay_memory", "--replay-memory")                            \
   X(graph_profiling, "graph_profiling", "--graph-profiling")                      \
+  X(cache_control, "cache_control", "--cache-control")                            \
+  X(check_divergence, "check_divergence", "--check-divergence")                   \
   X(kernel_include_regex, "kernel_include_regex", "--kernel-include-regex")       \
   X(kernel_exclude_regex, "kernel_exclude_regex", "--kernel-exclude-regex")       \
   X(kernel_name, "kernel_name", "--kernel-name")                                  \
@@ -90,6 +94,7 @@ std::string describe_value(const std::vector<OutputFormat>& value);
 std::string describe_value(ReplayMode value);
 std::string describe_value(ReplayMemory value);
 std::string describe_value(GraphProfiling value);
+std::string describe_value(CacheControl value);
 std::string describe_value(uint64_t value);
 std::string describe_value(bool value);
 
@@ -114,6 +119,9 @@ Status unknown_value(std::string_view what, std::string_view value,
 Result<ReplayMode> parse_replay_mode_value(std::string_view what, std::string_view text);
 Result<ReplayMemory> parse_replay_memory_value(std::string_view what, std::string_view text);
 Result<GraphProfiling> parse_graph_profiling_value(std::string_view what, std::string_view text);
+Result<CacheControl> parse_cache_control_value(std::string_view what, std::string_view text);
+/// --clock-control: "none" only; anything else is refused with one line saying why.
+Status check_clock_control(std::string_view what, std::string_view text);
 /// Each item one of kOutputFormatNames; duplicates dropped, order kept; at least one.
 Result<std::vector<OutputFormat>> parse_output_formats(std::string_view what,
                                                        const std::vector<std::string>& items);

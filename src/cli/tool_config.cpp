@@ -29,6 +29,7 @@ constexpr std::array<ReplayMode, 3> kReplayModes = {ReplayMode::kKernel, ReplayM
 constexpr std::array<ReplayMemory, 2> kReplayMemories = {ReplayMemory::kAll, ReplayMemory::kArgs};
 constexpr std::array<GraphProfiling, 2> kGraphProfilings = {GraphProfiling::kNode,
                                                             GraphProfiling::kGraph};
+constexpr std::array<CacheControl, 2> kCacheControls = {CacheControl::kAll, CacheControl::kNone};
 constexpr std::array<PassKind, 5> kPassKinds = {PassKind::kCounters, PassKind::kTiming,
                                                 PassKind::kPcSampling, PassKind::kSassMetrics,
                                                 PassKind::kPmSampling};
@@ -125,6 +126,10 @@ std::string_view to_string(GraphProfiling graph_profiling) {
   return graph_profiling == GraphProfiling::kGraph ? "graph" : "node";
 }
 
+std::string_view to_string(CacheControl cache_control) {
+  return cache_control == CacheControl::kNone ? "none" : "all";
+}
+
 std::string_view to_string(PassKind kind) {
   const auto i = static_cast<size_t>(kind);
   return i < kPassKindNames.size() ? kPassKindNames[i] : "?";
@@ -152,6 +157,9 @@ std::optional<ReplayMemory> parse_replay_memory(std::string_view text) {
 }
 std::optional<GraphProfiling> parse_graph_profiling(std::string_view text) {
   return lookup(text, kGraphProfilingNames, kGraphProfilings);
+}
+std::optional<CacheControl> parse_cache_control(std::string_view text) {
+  return lookup(text, kCacheControlNames, kCacheControls);
 }
 std::optional<PassKind> parse_pass_kind(std::string_view text) {
   return lookup(text, kPassKindNames, kPassKinds);
@@ -183,6 +191,8 @@ void to_json(json& j, const ToolConfig& c) {
            {"output", output_to_json(c.output)},
            {"replay_memory", std::string(to_string(c.replay_memory))},
            {"graph_profiling", std::string(to_string(c.graph_profiling))},
+           {"cache_control", std::string(to_string(c.cache_control))},
+           {"check_divergence", c.check_divergence},
            {"log_level", c.log_level},
            {"app_pass", c.app_pass},
            {"app_pass_count", c.app_pass_count},
@@ -233,6 +243,8 @@ void from_json(const json& j, ToolConfig& c) {
   out.output = output_from_json(j.at("output"));
   out.replay_memory = enum_at<ReplayMemory>(j, "replay_memory", &parse_replay_memory);
   out.graph_profiling = enum_at<GraphProfiling>(j, "graph_profiling", &parse_graph_profiling);
+  out.cache_control = enum_at<CacheControl>(j, "cache_control", &parse_cache_control);
+  j.at("check_divergence").get_to(out.check_divergence);
   j.at("log_level").get_to(out.log_level);
   j.at("app_pass").get_to(out.app_pass);
   j.at("app_pass_count").get_to(out.app_pass_count);

@@ -52,6 +52,12 @@ enum class GraphProfiling {
   kGraph,  ///< the whole graph launch is one workload with one set of values
 };
 
+/// What the caches hold when a counted pass starts (ncu's --cache-control).
+enum class CacheControl {
+  kAll,   ///< written back and invalidated before every counted pass (default)
+  kNone,  ///< left as the previous work left them
+};
+
 /// The service one replay pass runs.
 enum class PassKind {
   kCounters,     ///< a hardware-counter group (PassSpec::group indexes ToolConfig::pmc_groups)
@@ -70,6 +76,9 @@ inline constexpr std::array<std::string_view, 3> kReplayModeNames = {"kernel", "
                                                                      "range"};
 inline constexpr std::array<std::string_view, 2> kReplayMemoryNames = {"all", "args"};
 inline constexpr std::array<std::string_view, 2> kGraphProfilingNames = {"node", "graph"};
+inline constexpr std::array<std::string_view, 2> kCacheControlNames = {"all", "none"};
+/// --clock-control: kreplay never changes clocks on a shared GPU, so only "none" is accepted.
+inline constexpr std::array<std::string_view, 1> kClockControlNames = {"none"};
 inline constexpr std::array<std::string_view, 4> kOutputFormatNames = {"sqlite", "csv", "json",
                                                                        "perfetto"};
 inline constexpr std::array<std::string_view, 5> kPassKindNames = {
@@ -81,11 +90,13 @@ inline constexpr std::array<std::string_view, 6> kLogLevelNames = {"quiet", "err
 std::string_view to_string(ReplayMode mode);
 std::string_view to_string(ReplayMemory memory);
 std::string_view to_string(GraphProfiling graph_profiling);
+std::string_view to_string(CacheControl cache_control);
 std::string_view to_string(PassKind kind);
 std::string_view to_string(OutputFormat format);
 std::optional<ReplayMode> parse_replay_mode(std::string_view text);
 std::optional<ReplayMemory> parse_replay_memory(std::string_view text);
 std::optional<GraphProfiling> parse_graph_profiling(std::string_view text);
+std::optional<CacheControl> parse_cache_control(std::string_view text);
 std::optional<PassKind> parse_pass_kind(std::string_view text);
 std::optional<OutputFormat> parse_output_format(std::string_view text);
 
@@ -178,6 +189,8 @@ struct ToolConfig {
   OutputOptions output;
   ReplayMemory replay_memory = ReplayMemory::kAll;
   GraphProfiling graph_profiling = GraphProfiling::kNode;
+  CacheControl cache_control = CacheControl::kAll;
+  bool check_divergence = false;  ///< --check-divergence
   /// One of kLogLevelNames or 0-4; "" when the user gave none, so the tool keeps
   /// KREPLAY_LOG_LEVEL from the environment (or its default).
   std::string log_level;

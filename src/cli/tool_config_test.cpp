@@ -19,6 +19,8 @@ ToolConfig full_config() {
   c.pmc_groups = {{"sm__cycles_elapsed.avg", "smsp__inst_executed.sum"}, {"dram__bytes_read.sum"}};
   c.metrics = {"sm__throughput.avg.pct_of_peak_sustained_elapsed"};
   c.replay_mode = ReplayMode::kRange;
+  c.cache_control = CacheControl::kNone;
+  c.check_divergence = true;
   c.range_markers = "nvtx:step";
   c.passes = {{PassKind::kCounters, 0, false},
               {PassKind::kTiming, -1, true},
@@ -109,6 +111,7 @@ TEST(ToolConfig, EnumNamesRoundTrip) {
   for (auto name : kGraphProfilingNames) {
     EXPECT_EQ(to_string(*parse_graph_profiling(name)), name);
   }
+  for (auto name : kCacheControlNames) EXPECT_EQ(to_string(*parse_cache_control(name)), name);
   for (auto name : kOutputFormatNames) EXPECT_EQ(to_string(*parse_output_format(name)), name);
   for (auto name : kPassKindNames) EXPECT_EQ(to_string(*parse_pass_kind(name)), name);
   EXPECT_FALSE(parse_replay_mode("Kernel").has_value());

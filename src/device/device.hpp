@@ -241,6 +241,16 @@ class Device {
                               std::span<const uint64_t> digests,
                               std::vector<uint64_t>* changed) = 0;
 
+  /// Digest live memory: one 64-bit digest per chunk of every region into @p digests (the same
+  /// digest as snapshot()'s, without copying). NOT_AVAILABLE: the device cannot.
+  virtual Status digest_live(std::span<const CopyRegion> regions, uint64_t chunk_bytes,
+                             std::span<uint64_t> digests) {
+    (void)regions;
+    (void)chunk_bytes;
+    (void)digests;
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot digest its memory");
+  }
+
   /// Copy the listed chunks storage → live, in one batch. Returns when the copy is complete.
   virtual Status restore(std::span<const CopyRegion> regions, uint64_t chunk_bytes,
                          std::span<const uint64_t> chunks) = 0;
@@ -251,6 +261,14 @@ class Device {
   /// A stream capture is in progress on the device: kreplay must not synchronize it (the capture
   /// would be invalidated), so replay windows are declined meanwhile.
   virtual bool capture_active() { return false; }
+
+  /// Write back and invalidate the device's caches (--cache-control all), so that the work
+  /// submitted next starts cold. Stream-ordered before any later submission and complete when
+  /// this returns. The engine calls it before every counted pass, after the restore and before
+  /// the pass's services start. NOT_AVAILABLE: the device cannot (the engine says so once).
+  virtual Status flush_caches() {
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot flush its caches");
+  }
 
   /// Counter collection, or nullptr when the device has none.
   virtual CounterBackend* counters() { return nullptr; }

@@ -277,6 +277,7 @@ void Engine::open_window(DispatchState& st) {
     st.probe = true;
     return;
   }
+  flush_before_pass(*slot.device);
   st.pass = 0;
   hooks_.pass_enter(st, *st.local);
   hooks_.before_submit(st);
@@ -443,6 +444,7 @@ void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
     return;
   }
   if (st.probe && !run_probe(st)) return;
+  out.divergence_checked = opt.check_divergence ? 1 : 0;
   while (true) {
     Status w = st.work->wait(opt.drain_timeout_ms, &st.timing);
     if (!w.ok()) {
@@ -465,6 +467,7 @@ void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
     }
     ++out.passes_executed;
     stats_.passes.fetch_add(1, std::memory_order_relaxed);
+    if (opt.check_divergence) check_divergence(st);
     hooks_.after_complete(st);
     hooks_.pass_exit(st);
     if (!should_continue(st.plan, st.pass, st.replay_continue, st.info, st.user_data)) return;
@@ -481,6 +484,7 @@ void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
     out.bytes_restored += *restored;
     out.restore_ns += t1 - t0;
     st.intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, st.pass, t0, t1, *restored});
+    flush_before_pass(dev);
     ++st.pass;
     hooks_.pass_enter(st, *st.local);
     hooks_.before_submit(st);
@@ -523,6 +527,7 @@ bool Engine::run_probe(DispatchState& st) {
   out.bytes_restored += *restored;
   out.restore_ns += t1 - t0;
   st.intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, 0, t0, t1, *restored});
+  flush_before_pass(*st.slot->device);
   st.pass = 0;
   hooks_.pass_enter(st, *st.local);
   hooks_.before_submit(st);
@@ -537,6 +542,43 @@ bool Engine::run_probe(DispatchState& st) {
     return false;
   }
   return true;
+}
+
+void Engine::check_divergence(DispatchState& st) {
+  auto& out = st.outcome;
+  if (!out.divergence_checked) return;
+  Result<uint64_t> h = st.snapshot.live_digest(*st.slot->device);
+  if (!h.ok()) {
+    out.divergence_checked = 0;
+    KR_WARN_ONCE("divergence",
+                 "--check-divergence: the device's memory could not be digested "
+                 "after a pass ({}); divergence is not checked",
+                 h.status().message());
+    return;
+  }
+  if (out.passes_executed == 1) {
+    st.first_digest = *h;
+  } else if (*h != st.first_digest) {
+    ++out.diverged_passes;
+    if (out.diverged_passes == 1) {
+      KR_DEBUG("dispatch {} ({}): pass {} left different memory than its first pass",
+               st.info.dispatch_id, st.info.kernel_name, st.pass);
+    }
+  }
+}
+
+void Engine::flush_before_pass(device::Device& dev) {
+  if (!options().flush_caches) return;
+  Status s = dev.flush_caches();
+  if (s.ok()) {
+    stats_.cache_flushes.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // Once per process: the same device answers the same way on every pass.
+  KR_WARN_ONCE("cache-flush",
+               "--cache-control all: the caches could not be flushed before a "
+               "pass ({}); passes start with whatever the caches hold",
+               s.message());
 }
 
 void Engine::finish_window(DispatchState& st) {

@@ -57,6 +57,11 @@ struct Options {
   /// within this time the application's thread is released and the launch is not replayed (it
   /// may be waiting for the host, which cannot act while kreplay holds its thread).
   uint64_t host_wait_ms = 1000;
+  /// --cache-control all: the device's caches are written back and invalidated before every
+  /// counted pass (after the restore, before the pass's services start); false: none.
+  bool flush_caches = true;
+  /// --check-divergence: digest the tracked memory after every pass and compare the passes.
+  bool check_divergence = false;
 };
 
 /// What one pass executes, as the pass loop drives it.
@@ -136,6 +141,7 @@ struct DispatchState {
   kreplay_replay_outcome_record_t outcome{};
   std::vector<kreplay_replay_interval_t> intervals;
   device::PassTiming timing{};  ///< timing of the last completed pass
+  uint64_t first_digest = 0;    ///< --check-divergence: the first pass's memory digest
 
   /// Scratch owned by Hooks (per-pass service state); released by Hooks::end_dispatch.
   void* hook_data = nullptr;
@@ -264,6 +270,7 @@ struct EngineStats {
   std::atomic<uint64_t> replayed{0};
   std::atomic<uint64_t> declined{0};
   std::atomic<uint64_t> passes{0};
+  std::atomic<uint64_t> cache_flushes{0};  ///< Device::flush_caches calls that succeeded
 };
 
 namespace detail {
@@ -345,6 +352,12 @@ class Engine {
   /// A host-visible launch's probe (its own submission): wait up to Options::host_wait_ms; on
   /// time, restore and submit pass 0 (true); otherwise decline WAITS_FOR_HOST (false).
   bool run_probe(DispatchState& st);
+  /// --cache-control all: flush @p dev's caches before a counted pass (after the restore, before
+  /// PASS ENTER and the pass's services). A device that cannot is reported once.
+  void flush_before_pass(device::Device& dev);
+  /// --check-divergence, after pass st.pass completed: digest the snapshot's memory and compare
+  /// it with the first pass's; a pass that differs is counted in outcome.diverged_passes.
+  void check_divergence(DispatchState& st);
   void release(DispatchState* st);
   // graphs (graph.cpp)
   /// Whether the graph launch @p st runs node by node, and if so: window, drain, entry snapshot.

@@ -278,6 +278,7 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
     r->intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
   }
   r->pre_active = hooks_.active_contexts();
+  flush_before_pass(*slot.device);
   r->pass = 0;
   {
     LocalContextScope scope(r->pre_active, {});
@@ -491,6 +492,7 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
     out.bytes_restored += *restored;
     out.restore_ns += t1 - t0;
     r.intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, r.pass, t0, t1, *restored});
+    flush_before_pass(dev);
     ++r.pass;
     for (auto& rl : r.launches) rl->st->pass = r.pass;
     hooks_.range_pass_enter(r, scope);

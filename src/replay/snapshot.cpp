@@ -188,6 +188,14 @@ uint64_t Snapshot::chunk_size(uint64_t chunk) const {
   return std::min(chunk_bytes_, r.size - offset);
 }
 
+Result<uint64_t> Snapshot::live_digest(device::Device& dev) {
+  std::vector<uint64_t> digests(placement_.total_chunks);
+  RETURN_IF_ERROR(dev.digest_live(placement_.copies, chunk_bytes_, digests));
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the chunk digests
+  for (uint64_t d : digests) h = (h ^ d) * 1099511628211ull;
+  return h;
+}
+
 Result<uint64_t> Snapshot::restore(device::Device& dev, bool verify) {
   if (placement_.copies.empty()) return uint64_t{0};
   if (!learned_valid_ || verify) {

@@ -57,6 +57,8 @@ class Snapshot {
   Result<uint64_t> restore(device::Device& dev, bool verify);
 
   const Placement& placement() const { return placement_; }
+  /// One digest of the placed regions' live memory now (Device::digest_live over every chunk).
+  Result<uint64_t> live_digest(device::Device& dev);
 
  private:
   uint64_t chunk_size(uint64_t chunk) const;

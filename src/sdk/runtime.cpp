@@ -58,6 +58,14 @@ replay::Options options_from_env() {
       KR_WARN("KREPLAY_GRAPH_PROFILING='{}' is not node or graph (using node)", *g);
     }
   }
+  o.check_divergence = env::get_bool("KREPLAY_CHECK_DIVERGENCE", o.check_divergence);
+  if (auto c = env::get("KREPLAY_CACHE_CONTROL")) {
+    if (*c == "all" || *c == "none") {
+      o.flush_caches = *c == "all";
+    } else {
+      KR_WARN("KREPLAY_CACHE_CONTROL='{}' is not all or none (using all)", *c);
+    }
+  }
   return o;
 }
 
@@ -172,10 +180,21 @@ Status Runtime::set_replay_options(const kreplay_kernel_replay_options_t& o) {
   if (has_graph_profiling && o.graph_profiling >= KREPLAY_GRAPH_PROFILING_LAST) {
     return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown graph profiling mode");
   }
+  const bool has_cache_control =
+      o.size >= KREPLAY_STRUCT_SIZE(kreplay_kernel_replay_options_t, cache_control);
+  if (has_cache_control && o.cache_control >= KREPLAY_CACHE_CONTROL_LAST) {
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown cache control mode");
+  }
   replay::Options opt = engine_->options();
   if (o.snapshot_scope != KREPLAY_SNAPSHOT_SCOPE_NONE) opt.scope = o.snapshot_scope;
   if (has_graph_profiling && o.graph_profiling != KREPLAY_GRAPH_PROFILING_NONE) {
     opt.graph_nodes = o.graph_profiling == KREPLAY_GRAPH_PROFILING_NODE;
+  }
+  if (has_cache_control && o.cache_control != KREPLAY_CACHE_CONTROL_NONE) {
+    opt.flush_caches = o.cache_control == KREPLAY_CACHE_CONTROL_FLUSH_ALL;
+  }
+  if (o.size >= KREPLAY_STRUCT_SIZE(kreplay_kernel_replay_options_t, check_divergence)) {
+    opt.check_divergence = o.check_divergence != 0;
   }
   opt.max_snapshot_bytes = o.max_snapshot_bytes;
   if (o.drain_timeout_ms != 0) opt.drain_timeout_ms = o.drain_timeout_ms;

@@ -20,6 +20,7 @@
 #include "cli/tool_config.hpp"
 #include "kreplay/kreplay.h"
 #include "output/writer.hpp"
+#include "tool/divergence.hpp"
 #include "tool/pass_plan.hpp"
 #include "tool/services/tool_service.hpp"
 #include "tool/signals.hpp"
@@ -162,6 +163,7 @@ class Profiler final : public ServiceHost {
     std::string why;  // the last refusal's message
   };
   std::map<cli::PassKind, ServiceTally> service_tally_;  // guarded by mu_
+  DivergenceTally divergence_;                           // guarded by mu_
   std::atomic<uint64_t> launches_{0}, replayed_{0}, declined_{0}, not_selected_{0}, passes_{0};
   uint64_t counter_passes_lost_ = 0;  // guarded by mu_
 

@@ -63,12 +63,16 @@ int Profiler::initialize() {
                      ? config.app_pass
                      : 0;
   run.app_pass_count = run.app_pass ? config.app_pass_count : 0;
-  for (const char* var : {"KREPLAY_TOOL_LIBRARIES", "CUDA_INJECTION64_PATH", "LD_PRELOAD",
-                          "CUDA_VISIBLE_DEVICES", "KREPLAY_REPLAY_MEMORY", "KREPLAY_LOG_LEVEL"}) {
+  for (const char* var :
+       {"KREPLAY_TOOL_LIBRARIES", "CUDA_INJECTION64_PATH", "LD_PRELOAD", "CUDA_VISIBLE_DEVICES",
+        "KREPLAY_REPLAY_MEMORY", "KREPLAY_LOG_LEVEL", "KREPLAY_CACHE_CONTROL"}) {
     if (const char* v = std::getenv(var)) run.environment[var] = v;  // NOLINT: read-only
   }
   run.options["replay_memory"] = std::string(cli::to_string(config.replay_memory));
   run.options["graph_profiling"] = std::string(cli::to_string(config.graph_profiling));
+  run.options["cache_control"] = std::string(cli::to_string(config.cache_control));
+  run.options["clock_control"] = "none";  // kreplay never changes clocks
+  run.options["check_divergence"] = config.check_divergence ? "true" : "false";
   run.options["origin"] = config.origin;
   std::vector<kreplay_agent_t> agent_list;
   for (size_t i = 0; i < agents; ++i) {
@@ -244,6 +248,10 @@ int Profiler::initialize() {
   opts.graph_profiling = config.graph_profiling == cli::GraphProfiling::kGraph
                              ? KREPLAY_GRAPH_PROFILING_GRAPH
                              : KREPLAY_GRAPH_PROFILING_NODE;
+  opts.cache_control = config.cache_control == cli::CacheControl::kNone
+                           ? KREPLAY_CACHE_CONTROL_FLUSH_NONE
+                           : KREPLAY_CACHE_CONTROL_FLUSH_ALL;
+  opts.check_divergence = config.check_divergence ? 1 : 0;
   kreplay_configure_kernel_replay_options(&opts);
   kreplay_start_context(replay_ctx);
 

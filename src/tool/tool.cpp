@@ -149,6 +149,10 @@ void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_
       declined_.fetch_add(1, std::memory_order_relaxed);
       ++declined_by_reason_[reason_name(o->reason)];
     }
+    if (o->size >= KREPLAY_STRUCT_SIZE(kreplay_replay_outcome_record_t, divergence_checked) &&
+        o->diverged_passes > 0) {
+      divergence_.add(info.kernel_name ? info.kernel_name : "");
+    }
     if (o->outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED)
       passes_.fetch_add(o->passes_executed, std::memory_order_relaxed);
     else
@@ -496,6 +500,7 @@ void Profiler::finalize(bool from_signal) {
              : fmt::format("; the counters of {} passes were lost (counter_status 'lost' in the "
                            "passes table)",
                            sum.counter_passes_lost));
+  if (std::string line = divergence_.line(); !line.empty()) KR_WARN("{}", line);
   for (const auto& [kind, t] : service_tally_) {
     KR_NOTICE("{}: {} records from {} passes{}", cli::to_string(kind), t.records, t.passes,
               t.refused == 0 ? std::string()

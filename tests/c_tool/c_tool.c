@@ -26,6 +26,7 @@
 #include "kreplay/services.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -577,6 +578,14 @@ static void check_contexts(void) {
                KREPLAY_STATUS_ERROR_INVALID_ARGUMENT);
   options.snapshot_scope = KREPLAY_SNAPSHOT_SCOPE_ALL;
   CHECK_OK(kreplay_configure_kernel_replay_options(&options));
+  /* cache_control is range-checked, and ignored when the caller's size ends before it. */
+  options.cache_control = KREPLAY_CACHE_CONTROL_LAST;
+  CHECK_STATUS(kreplay_configure_kernel_replay_options(&options),
+               KREPLAY_STATUS_ERROR_INVALID_ARGUMENT);
+  options.size = offsetof(kreplay_kernel_replay_options_t, cache_control);
+  CHECK_OK(kreplay_configure_kernel_replay_options(&options));
+  options.size = sizeof options;
+  options.cache_control = KREPLAY_CACHE_CONTROL_NONE;
 
   CHECK_OK(kreplay_context_is_valid(g_replay_ctx, &flag));
   CHECK(flag == 1);

@@ -349,6 +349,47 @@ class ReplayMemory(e2e.KreplayTestCase):
                 name_b, args_bytes, all_bytes))
 
 
+class CacheAndClockControl(e2e.KreplayTestCase):
+    # Issue 12: --cache-control all (default) | none reaches the run's metadata in the database
+    # and the JSON results, with clock_control none; --clock-control accepts none only.
+    def options_of(self, *args, subdir):
+        r = self.sample("--pmc", "threads_launched", "--pmc", "ops", "--output-format", "sqlite",
+                        "--output-format", "json", "-d", subdir, *args)
+        out = os.path.join(self.tmp, subdir)
+        db = json.loads(e2e.rows(self.db_of(r, out), "SELECT options FROM run")[0]["options"])
+        with open(self.one_file(out, "*_results.json", r)) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["run"]["options"], db)
+        return db
+
+    def test_metadata_records_both(self):
+        default = self.options_of(subdir="default")
+        self.assertEqual((default.get("cache_control"), default.get("clock_control")),
+                         ("all", "none"))
+        none = self.options_of("--cache-control", "none", "--clock-control", "none",
+                               subdir="none")
+        self.assertEqual((none.get("cache_control"), none.get("clock_control")), ("none", "none"))
+
+    def test_check_divergence_is_recorded_and_quiet_for_deterministic_kernels(self):
+        off = self.options_of(subdir="off")
+        self.assertEqual(off.get("check_divergence"), "false")
+        r = self.sample("--pmc", "threads_launched", "--pmc", "ops", "--check-divergence",
+                        "-d", "on")
+        db = self.db_of(r, os.path.join(self.tmp, "on"))
+        on = json.loads(e2e.rows(db, "SELECT options FROM run")[0]["options"])
+        self.assertEqual(on.get("check_divergence"), "true")
+        # the sample application's kernels are deterministic: no launch is said to diverge
+        self.assertFalse(any("left different memory" in l for l in r.kreplay_lines), str(r))
+
+    def test_clock_control_other_than_none_is_refused_in_one_line(self):
+        r = self.kreplay("--clock-control", "base", "--", e2e.SAMPLE_APP)
+        self.assert_one_line_error(r, "--clock-control", "never changes clocks on a shared GPU")
+
+    def test_unknown_cache_control_is_refused(self):
+        r = self.kreplay("--cache-control", "some", "--", e2e.SAMPLE_APP)
+        self.assert_one_line_error(r, "--cache-control", "all or none")
+
+
 class Discovery(e2e.KreplayTestCase):
     def test_list_avail_without_a_gpu_lists_host_counters(self):
         r = self.kreplay_ok("--list-avail")

@@ -145,6 +145,13 @@ Status CudaDevice::drain(uint64_t timeout_ms) {
   return Status::Ok();
 }
 
+Status CudaDevice::flush_caches() {
+  // On kreplay's own stream, synchronized before returning: the device is drained in a replay
+  // window, so the pass that follows starts after the flush completed, and outside its services.
+  ASSIGN_OR_RETURN(MemoryOps * o, ops());
+  return o->flush_caches();
+}
+
 uint64_t CudaDevice::storage_available(device::StorageTier tier) {
   auto o = ops();
   return o.ok() ? (*o)->storage_available(tier) : 0;

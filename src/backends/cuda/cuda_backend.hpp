@@ -39,6 +39,8 @@ class CudaDevice final : public device::Device {
 
   const device::AgentDesc& desc() const override { return desc_; }
   Status drain(uint64_t timeout_ms) override;
+  /// --cache-control all: MemoryOps::flush_caches (a read of 2x the L2 size, completed on return).
+  Status flush_caches() override;
   uint64_t storage_available(device::StorageTier tier) override;
   Result<device::Storage> allocate_storage(device::StorageTier tier, uint64_t bytes) override;
   void free_storage(const device::Storage& storage) override;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <utility>
 
 #include "common/util.hpp"
 #include "sdk/runtime.hpp"
@@ -267,6 +268,22 @@ Status HostDevice::snapshot(std::span<const device::CopyRegion> regions, uint64_
   return Status::Ok();
 }
 
+Status HostDevice::digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                               std::span<uint64_t> digests) {
+  for (const auto& r : regions) {
+    auto* live = reinterpret_cast<const std::byte*>(r.live);
+    uint64_t n = device::chunk_count(r.size, chunk_bytes);
+    for (uint64_t c = 0; c < n; ++c) {
+      uint64_t off = c * chunk_bytes;
+      if (r.first_chunk + c >= digests.size()) {
+        return Error(KREPLAY_STATUS_ERROR_INTERNAL, "chunk outside the digest array");
+      }
+      digests[r.first_chunk + c] = digest(live + off, std::min(chunk_bytes, r.size - off));
+    }
+  }
+  return Status::Ok();
+}
+
 Status HostDevice::find_changed(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                                 std::span<const uint64_t> digests, std::vector<uint64_t>* changed) {
   for (const auto& r : regions) {
@@ -399,6 +416,26 @@ Result<std::vector<std::vector<device::CounterValue>>> HostDevice::end_range_pas
   return out;
 }
 
+Status HostDevice::flush_caches() {
+  std::lock_guard lock(flush_mu_);
+  ++flushes_.total;
+  if (running_.load() > 0) ++flushes_.inside_pass;
+  ++pending_flushes_;
+  return Status::Ok();
+}
+
+uint64_t HostDevice::submission_started() {
+  running_.fetch_add(1);
+  std::lock_guard lock(flush_mu_);
+  flushes_.before_submission.push_back(pending_flushes_);
+  return std::exchange(pending_flushes_, 0);
+}
+
+HostDevice::FlushLog HostDevice::flush_log() {
+  std::lock_guard lock(flush_mu_);
+  return flushes_;
+}
+
 std::unique_ptr<device::Launch> HostLaunch::record() {
   auto copy = std::make_unique<HostLaunch>(*this);
   copy->probe_next.reset();
@@ -417,18 +454,24 @@ Status HostLaunch::submit() {
   auto rec = std::make_shared<ExecRecord>();
   rec->probe = std::move(probe_next);
   last = rec;
-  if (device != nullptr) device->note_submission(rec);
-  stream->enqueue([rec, fn = fn, grid = grid, block = block, args = args, offsets = offsets] {
-    rec->start_ns = now_ns();
-    ThreadContext ctx;
-    ctx.grid_dim = grid;
-    ctx.block_dim = block;
-    Executor::run(fn, ctx, args.data(), offsets.data(), *rec, rec->probe.get());
-    if (rec->probe) rec->probe->finish();
-    rec->end_ns = now_ns();
-    if (rec->end_ns == rec->start_ns) ++rec->end_ns;
-    rec->finish();
-  });
+  if (device != nullptr) {
+    device->note_submission(rec);
+    device->submission_started();
+  }
+  stream->enqueue(
+      [rec, dev = device, fn = fn, grid = grid, block = block, args = args, offsets = offsets] {
+        rec->start_ns = now_ns();
+        ThreadContext ctx;
+        ctx.grid_dim = grid;
+        ctx.block_dim = block;
+        Executor::run(fn, ctx, args.data(), offsets.data(), *rec, rec->probe.get());
+        if (rec->probe) rec->probe->finish();
+        rec->end_ns = now_ns();
+        if (rec->end_ns == rec->start_ns) ++rec->end_ns;
+        // Before finish(): whoever waits for the pass may flush at once, and that is not inside it.
+        if (dev != nullptr) dev->submission_finished();
+        rec->finish();
+      });
   return Status::Ok();
 }
 
@@ -542,13 +585,18 @@ Status HostGraphLaunch::submit() {
   auto rec = std::make_shared<ExecRecord>();
   rec->probe = std::move(probe_next);
   last = rec;
-  if (device != nullptr) device->note_submission(rec);
-  stream->enqueue([rec, nodes = nodes] {
+  if (device != nullptr) {
+    device->note_submission(rec);
+    device->submission_started();
+  }
+  stream->enqueue([rec, dev = device, nodes = nodes] {
     rec->start_ns = now_ns();
     run_nodes(nodes, *rec, rec->probe.get());
     if (rec->probe) rec->probe->finish();
     rec->end_ns = now_ns();
     if (rec->end_ns == rec->start_ns) ++rec->end_ns;
+    // Before finish(): whoever waits for the pass may flush at once, and that is not inside it.
+    if (dev != nullptr) dev->submission_finished();
     rec->finish();
   });
   return Status::Ok();

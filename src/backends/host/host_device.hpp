@@ -88,6 +88,10 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   Status restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                  std::span<const uint64_t> chunks) override;
   uint64_t untracked_bytes() override { return untracked_.load(); }
+  Status digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                     std::span<uint64_t> digests) override;
+  /// The host device has no caches: it counts the flushes (for tests: hostrt::testing).
+  Status flush_caches() override;
   device::CounterBackend* counters() override { return this; }
   device::PassService* service(int kind) override;
 
@@ -112,6 +116,17 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   void fail_next_snapshot() { fail_next_snapshot_ = true; }
   /// Make the next @p n counter passes fail to start (as CUPTI can), for tests.
   void fail_counter_passes(int n) { fail_counter_passes_ = n; }
+  /// A kernel submission starts / finished executing (for cache_flushes().inside_pass).
+  uint64_t submission_started();
+  void submission_finished() { running_.fetch_sub(1); }
+  /// What flush_caches() saw, for tests.
+  struct FlushLog {
+    uint64_t total = 0;        ///< flush_caches() calls
+    uint64_t inside_pass = 0;  ///< calls while a kernel submission was in flight
+    /// Per kernel submission, in order: flushes since the previous submission.
+    std::vector<uint64_t> before_submission;
+  };
+  FlushLog flush_log();
   uint64_t agent = 0;
 
  private:
@@ -121,6 +136,10 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   std::atomic<int64_t> untracked_{0};
   std::atomic<bool> fail_next_snapshot_{false};
   std::atomic<int> fail_counter_passes_{0};
+  std::atomic<int64_t> running_{0};
+  std::mutex flush_mu_;
+  FlushLog flushes_;
+  uint64_t pending_flushes_ = 0;
   Status injected_counter_failure();
   std::mutex streams_mu_;
   std::map<Stream, std::shared_ptr<HostStream>> streams_;

@@ -676,6 +676,11 @@ uint64_t agent_of(int device) {
   if (!rt().ensure().ok() || rt().device(device) == nullptr) return 0;
   return rt().device(device)->agent;
 }
+CacheFlushes cache_flushes(int device) {
+  if (!rt().ensure().ok() || rt().device(device) == nullptr) return {};
+  auto log = rt().device(device)->flush_log();
+  return {log.total, log.inside_pass, std::move(log.before_submission)};
+}
 }  // namespace testing
 
 }  // namespace kreplay::hostrt

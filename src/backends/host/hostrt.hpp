@@ -217,6 +217,14 @@ void fail_next_snapshot(int device = 0);
 void fail_counter_passes(int n, int device = 0);
 /// Agent handle of @p device.
 uint64_t agent_of(int device = 0);
+/// Cache flushes the engine asked @p device for (Device::flush_caches): all of them, those made
+/// while a kernel ran, and per kernel submission (in order) the flushes since the previous one.
+struct CacheFlushes {
+  uint64_t total = 0;
+  uint64_t inside_pass = 0;
+  std::vector<uint64_t> before_submission;
+};
+CacheFlushes cache_flushes(int device = 0);
 }  // namespace testing
 
 }  // namespace kreplay::hostrt

@@ -348,6 +348,22 @@ extern "C" KR_MEM_BOUNDS kreplay_mem_restore_u4(RestoreParams p) {
   restore_kernel<4>(p);
 }
 
+// Cache flush: read a scratch buffer of at least 2x the L2 size with caching loads (L1 and L2),
+// so every line the caches held is evicted (dirty ones written back) and replaced by clean lines
+// of the scratch. Reads only: it leaves no dirty line behind for the next pass to write back.
+extern "C" KR_MEM_BOUNDS kreplay_mem_flush_caches(FlushParams p) {
+  const uint64_t tid = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  const auto* v = reinterpret_cast<const ulonglong2*>(p.src);
+  const uint64_t nvec = p.bytes >> 4;
+  unsigned long long acc = 0;
+  for (uint64_t i = tid; i < nvec; i += stride) {
+    const ulonglong2 x = __ldca(v + i);
+    acc ^= x.x ^ x.y;
+  }
+  if (acc == p.never) *p.sink = acc;
+}
+
 // Test and benchmark support: pseudo-random bytes (a function of seed and byte offset only).
 extern "C" KR_MEM_BOUNDS kreplay_mem_fill_random(FillParams p) {
   const uint64_t tid = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;

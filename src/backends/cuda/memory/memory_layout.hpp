@@ -67,6 +67,16 @@ struct RestoreParams {
   uint32_t tile_shift;   ///< log2(bytes one warp copies per step), <= chunk_shift
 };
 
+/// The cache flush (--cache-control all): every thread reads its share of a scratch buffer of
+/// at least twice the L2 size; `sink` is written only if the XOR of what was read equals `never`,
+/// which the zeroed scratch cannot give, so the loads stay and nothing is ever written.
+struct FlushParams {
+  uint64_t src;
+  uint64_t bytes;  ///< a multiple of 16
+  unsigned long long* sink;
+  unsigned long long never;
+};
+
 /// Test and benchmark support.
 struct FillParams {
   uint64_t dst;

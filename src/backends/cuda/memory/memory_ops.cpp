@@ -115,6 +115,9 @@ Result<std::unique_ptr<MemoryOps>> MemoryOps::create(CUcontext ctx, CUdevice dev
   int sms = 0;
   KR_MEM_CU(cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
   ops->sm_count_ = static_cast<uint32_t>(std::max(sms, 1));
+  int l2 = 0;
+  KR_MEM_CU(cu.cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev));
+  ops->l2_bytes_ = static_cast<uint64_t>(std::max(l2, 0));
   size_t total = 0;
   KR_MEM_CU(cu.cuDeviceTotalMem(&total, dev));
   ops->total_memory_ = total;
@@ -224,6 +227,7 @@ Status MemoryOps::ensure_loaded_locked() {
   if (s.ok()) s = get("kreplay_mem_restore_u8", &restore_[1]);
   if (s.ok()) s = get("kreplay_mem_fill_random", &fill_);
   if (s.ok()) s = get("kreplay_mem_count_diff", &diff_);
+  if (s.ok()) s = get("kreplay_mem_flush_caches", &flush_);
   CUstream stream = nullptr;
   if (s.ok()) s = drv::check(cu.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   if (!s.ok()) {
@@ -737,6 +741,25 @@ Status MemoryOps::restore(std::span<const device::CopyRegion> regions, uint64_t 
     chunks_valid_ = false;
   }
   return s;
+}
+
+Status MemoryOps::flush_caches() {
+  InternalScope internal;
+  std::lock_guard lock(mu_);
+  CtxScope scope(ctx_);
+  RETURN_IF_ERROR(scope.status());
+  RETURN_IF_ERROR(ensure_loaded_locked());
+  // 2x L2 (at least 1 MiB, should the attribute be 0), in 16-byte vectors.
+  const uint64_t bytes = (std::max<uint64_t>(2 * l2_bytes_, uint64_t{1} << 20) + 15) & ~15ull;
+  if (d_flush_.bytes < bytes) {
+    RETURN_IF_ERROR(ensure_device(&d_flush_, bytes));
+    KR_MEM_CU(drv::api().cuMemsetD8Async(d_flush_.ptr, 0, d_flush_.bytes, stream_));
+  }
+  memory_layout::FlushParams p{d_flush_.ptr, bytes,
+                               reinterpret_cast<unsigned long long*>(d_flush_.ptr), ~0ull};
+  RETURN_IF_ERROR(launch_locked(flush_, grid_blocks_locked(flush_, (bytes + 4095) / 4096), &p));
+  // Complete before the pass's services start: the flush is never inside the counted region.
+  return sync_locked();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -117,6 +117,14 @@ class MemoryOps {
   Status restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                  std::span<const uint64_t> chunks);
 
+  /// Write back and invalidate the caches (device::Device::flush_caches): one kernel of
+  /// kreplay's own reads a zeroed scratch buffer of 2x the L2 size (allocated on first use and
+  /// kept) on kreplay's stream; returns once it completed. OUT_OF_RESOURCES when the scratch
+  /// cannot be allocated.
+  Status flush_caches();
+  /// The device's L2 size (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).
+  uint64_t l2_bytes() const { return l2_bytes_; }
+
   // --- For benchmarks and tests ---------------------------------------------------------------
 
   CUcontext context() const { return ctx_; }
@@ -177,6 +185,7 @@ class MemoryOps {
   const CUcontext ctx_;
   const CUdevice dev_;
   uint32_t sm_count_ = 1;
+  uint64_t l2_bytes_ = 0;
   uint64_t total_memory_ = 0;
   uint64_t headroom_ = 0;
   bool pinned_budget_set_ = false;
@@ -193,7 +202,8 @@ class MemoryOps {
   bool kernel_timing_ = false;
   bool timed_ = false;  // the last call recorded kernel_start_/kernel_end_
   CUevent kernel_start_ = nullptr, kernel_end_ = nullptr;
-  Kernel snapshot_[2], find_changed_[2], restore_[2], fill_, diff_;  // [0]: unroll 4, [1]: 8
+  Kernel snapshot_[2], find_changed_[2], restore_[2], fill_, diff_, flush_;  // [0]: unroll 4
+  DeviceBuffer d_flush_;  // the flush's scratch (zeroed; read only)
 
   // Device buffers, grown on demand and kept.
   DeviceBuffer d_regions_, d_digests_, d_bits_, d_chunks_, d_count_, d_signal_;
