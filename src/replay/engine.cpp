@@ -189,6 +189,7 @@ DispatchState* Engine::enter(device::Launch& launch) {
   st->host_visible = st->slot != nullptr && !li.arg_bytes.empty() &&
                      inventory_.args_point_into(li.agent.handle, li.arg_bytes,
                                                 KREPLAY_MEMORY_KIND_HOST_MAPPED);
+  st->known_host_waiter = st->host_visible && is_host_waiting_kernel(li.kernel_id);
 
   if (st->slot && !st->reentrant && hooks_.range_configured()) {
     range_enter(*st);
@@ -239,7 +240,7 @@ DispatchState* Engine::enter(device::Launch& launch) {
     decline(*st, why);
   } else if (st->forced_decline != KREPLAY_DECLINE_REASON_NONE) {
     decline(*st, st->forced_decline);
-  } else if (st->host_visible && is_host_waiting_kernel(info.kernel_id)) {
+  } else if (st->known_host_waiter) {
     decline(*st, KREPLAY_DECLINE_REASON_WAITS_FOR_HOST);  // it waited for the host before
   } else if (info.flags & KREPLAY_DISPATCH_FLAG_DEVICE_HEAP) {
     KR_WARN_ONCE("device-heap",
@@ -378,8 +379,7 @@ void Engine::begin_single_run(DispatchState& st) {
   st.wait_needed = hooks_.before_submit(st);
   // A kernel that waited for the host before, declined at once: timed, so that exit() can hold it
   // as a host waiter while it runs (the launches queued behind it are then not waited for).
-  if (st.host_visible && st.slot && is_host_waiting_kernel(st.info.kernel_id))
-    st.wait_needed = true;
+  if (st.known_host_waiter) st.wait_needed = true;
 }
 
 void Engine::exit(DispatchState* st, bool submitted) {
@@ -404,14 +404,13 @@ void Engine::exit(DispatchState* st, bool submitted) {
         if (st->behind_host_waiter) {
           limit = 0;  // it may be queued behind a launch that waits for the host
         } else if (st->host_visible) {
-          limit = is_host_waiting_kernel(st->info.kernel_id) ? 0
-                                                             : std::min(opt.host_wait_ms, limit);
+          limit = st->known_host_waiter ? 0 : std::min(opt.host_wait_ms, limit);
         }
         Status w = st->work->wait(limit, &st->timing);
         if (!w.ok() && !st->may_wait_for_host()) {
           KR_WARN("dispatch {}: {}", st->info.dispatch_id, w.message());
         }
-        if (!w.ok() && st->host_visible && st->slot && is_host_waiting_kernel(st->info.kernel_id)) {
+        if (!w.ok() && st->known_host_waiter) {
           hold_host_waiter(*st->slot, st->info, st->launch->record(), opt.host_wait_ms);
         }
         if (!w.ok()) st->timing = {};

@@ -129,6 +129,9 @@ struct DispatchState {
   /// queued behind it on the device, so, like a host-visible launch, it is neither counted nor
   /// waited for (waiting would wait for the host, which cannot act while its thread is held).
   bool behind_host_waiter = false;
+  /// A host-visible launch of a kernel that waited for the host before (decided once, at enter):
+  /// declined at once, and held as a host waiter while it runs.
+  bool known_host_waiter = false;
   bool probe = false;
   /// Whether completing this launch may depend on the host (host_visible or behind_host_waiter).
   bool may_wait_for_host() const { return host_visible || behind_host_waiter; }

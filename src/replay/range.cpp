@@ -156,7 +156,7 @@ void Engine::range_enter(DispatchState& st) {
     // own run is not counted and is waited for only briefly.
     kreplay_decline_reason_t declined =
         graph != nullptr ? graph->whole_decline() : KREPLAY_DECLINE_REASON_NONE;
-    if (st.host_visible && is_host_waiting_kernel(st.info.kernel_id))
+    if (st.known_host_waiter)
       declined = KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;  // it waited for the host before
     if (open_range(slot, st, declined) && st.host_visible) {
       slot.range->probe = true;

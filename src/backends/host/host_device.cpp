@@ -562,11 +562,12 @@ void HostGraphLaunch::describe(uint64_t graph_id) {
     if (n.kind == HostGraphNode::Kind::kAlloc) allocated.insert(n.dst);
     if (n.kind == HostGraphNode::Kind::kFree) freed.insert(n.dst);
   }
-  for (const auto& n : nodes) {
-    if (n.kind == HostGraphNode::Kind::kAlloc && !freed.count(n.dst)) {
+  for (auto& n : nodes) {
+    if (n.kind != HostGraphNode::Kind::kAlloc && n.kind != HostGraphNode::Kind::kFree) continue;
+    n.mem_inside = allocated.count(n.dst) != 0 && freed.count(n.dst) != 0;
+    if (n.kind == HostGraphNode::Kind::kAlloc && !n.mem_inside)
       allocates.emplace_back(n.dst, n.bytes);
-    }
-    if (n.kind == HostGraphNode::Kind::kFree && !allocated.count(n.dst)) frees.push_back(n.dst);
+    if (n.kind == HostGraphNode::Kind::kFree && !n.mem_inside) frees.push_back(n.dst);
   }
   if (!allocated.empty() || !freed.empty()) {
     graph_.unreplayable = KREPLAY_DECLINE_REASON_GRAPH_MEMORY;
@@ -641,11 +642,7 @@ Result<std::vector<device::GraphStep>> HostGraphLaunch::decompose() {
     } else if (n.kind == HostGraphNode::Kind::kAlloc || n.kind == HostGraphNode::Kind::kFree) {
       // An allocation the graph both makes and frees is tracked between its two nodes; one that
       // outlives the launch was tracked at the launch (graph_launch) and stays tracked.
-      const bool inside = std::any_of(nodes.begin(), nodes.end(), [&](const HostGraphNode& o) {
-        return o.dst == n.dst && o.kind != n.kind &&
-               (o.kind == HostGraphNode::Kind::kAlloc || o.kind == HostGraphNode::Kind::kFree);
-      });
-      if (!inside) continue;
+      if (!n.mem_inside) continue;
       const uint64_t agent = info_.agent.handle;
       if (n.kind == HostGraphNode::Kind::kAlloc) {
         step.other = [agent, p = n.dst, bytes = n.bytes] {

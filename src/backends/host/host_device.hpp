@@ -200,6 +200,7 @@ struct HostGraphNode {
   void* dst = nullptr;
   const void* src = nullptr;
   size_t bytes = 0;
+  bool mem_inside = false;  ///< kAlloc/kFree: the graph both allocates and frees dst (describe())
   // kHost
   void (*host_fn)(void*) = nullptr;
   void* host_data = nullptr;
