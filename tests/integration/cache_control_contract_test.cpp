@@ -14,14 +14,10 @@
 namespace kreplay::test {
 namespace {
 
-class CacheControl : public ::testing::Test {
+class CacheControl : public HostDeviceTest {
  protected:
   void SetUp() override {
-    init_runtime();
-    module();
-    tool().reset();
-    opts_ = sdk::Runtime::get().engine().options();
-    tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+    HostDeviceTest::SetUp();
     // What the device had flushed when each PASS ENTER and PASS EXIT was delivered.
     tool().scenario.on_pass_enter = [this](const auto&) {
       at_enter_.push_back(hostrt::testing::cache_flushes().total);
@@ -30,29 +26,14 @@ class CacheControl : public ::testing::Test {
       at_exit_.push_back(hostrt::testing::cache_flushes().total);
     };
   }
-  void TearDown() override {
-    sdk::Runtime::get().engine().set_options(opts_);
-    tool().reset();
-    for (float* b : buffers_) EXPECT_TRUE(hostrt::free(b).ok());
-  }
   void set_flush(bool on) {
-    replay::Options o = sdk::Runtime::get().engine().options();
-    o.flush_caches = on;
-    sdk::Runtime::get().engine().set_options(o);
-  }
-  float* buffer(uint32_t n) {
-    auto* p = static_cast<float*>(*hostrt::malloc(n * sizeof(float)));
-    for (uint32_t i = 0; i < n; ++i) p[i] = 0.25f;
-    buffers_.push_back(p);
-    return p;
+    set_options([on](replay::Options& o) { o.flush_caches = on; });
   }
   // The flushes counted before each of the last @p n kernel submissions.
   static std::vector<uint64_t> last_submissions(const hostrt::testing::CacheFlushes& f, size_t n) {
     if (f.before_submission.size() < n) return f.before_submission;
     return {f.before_submission.end() - static_cast<std::ptrdiff_t>(n), f.before_submission.end()};
   }
-  replay::Options opts_;
-  std::vector<float*> buffers_;
   std::vector<uint64_t> at_enter_, at_exit_;
 };
 

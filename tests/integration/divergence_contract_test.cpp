@@ -35,38 +35,16 @@ hostrt::Kernel stamp_kernel() {
   return k;
 }
 
-class Divergence : public ::testing::Test {
+class Divergence : public HostDeviceTest {
  protected:
-  void SetUp() override {
-    init_runtime();
-    module();
-    tool().reset();
-    opts_ = sdk::Runtime::get().engine().options();
-    tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
-  }
-  void TearDown() override {
-    sdk::Runtime::get().engine().set_options(opts_);
-    tool().reset();
-    for (float* b : buffers_) EXPECT_TRUE(hostrt::free(b).ok());
-  }
   void set_check(bool on) {
-    replay::Options o = sdk::Runtime::get().engine().options();
-    o.check_divergence = on;
-    sdk::Runtime::get().engine().set_options(o);
-  }
-  float* buffer(uint32_t n) {
-    auto* p = static_cast<float*>(*hostrt::malloc(n * sizeof(float)));
-    for (uint32_t i = 0; i < n; ++i) p[i] = 0.25f;
-    buffers_.push_back(p);
-    return p;
+    set_options([on](replay::Options& o) { o.check_divergence = on; });
   }
   kreplay_replay_outcome_record_t last_outcome() {
     const auto* e = tool().config_exit(tool().last_dispatch_id());
     EXPECT_NE(e, nullptr);
     return e ? e->outcome : kreplay_replay_outcome_record_t{};
   }
-  replay::Options opts_;
-  std::vector<float*> buffers_;
 };
 
 TEST_F(Divergence, ADeterministicKernelIsNeverFlagged) {

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/util.hpp"
+#include "sdk/runtime.hpp"
 
 namespace kreplay::test {
 namespace {
@@ -360,6 +361,33 @@ Status launch_update(float* x, uint32_t n, hostrt::Stream stream) {
 float updated(float v, int k) {
   for (int i = 0; i < k; ++i) v = v * 2.0f + 1.0f;
   return v;
+}
+
+void HostDeviceTest::SetUp() {
+  init_runtime();
+  module();
+  tool().reset();
+  opts_ = sdk::Runtime::get().engine().options();
+  tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+}
+
+void HostDeviceTest::TearDown() {
+  sdk::Runtime::get().engine().set_options(opts_);
+  tool().reset();
+  for (float* b : buffers_) EXPECT_TRUE(hostrt::free(b).ok());
+}
+
+void HostDeviceTest::set_options(const std::function<void(replay::Options&)>& change) {
+  replay::Options o = sdk::Runtime::get().engine().options();
+  change(o);
+  sdk::Runtime::get().engine().set_options(o);
+}
+
+float* HostDeviceTest::buffer(uint32_t n) {
+  auto* p = static_cast<float*>(*hostrt::malloc(n * sizeof(float)));
+  for (uint32_t i = 0; i < n; ++i) p[i] = 0.25f;
+  buffers_.push_back(p);
+  return p;
 }
 
 }  // namespace kreplay::test

@@ -4,6 +4,8 @@
 // themselves (in-place updates plus a module-scope launch counter).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -11,6 +13,7 @@
 
 #include "backends/host/hostrt.hpp"
 #include "kreplay/kreplay.h"
+#include "replay/engine.hpp"
 
 namespace kreplay::test {
 
@@ -108,5 +111,20 @@ std::atomic<uint32_t>& spin_second_executions();
 Status launch_update(float* x, uint32_t n, hostrt::Stream stream = 0);
 /// The expected value of one element after @p k updates starting from @p v.
 float updated(float v, int k);
+
+/// A test on the host device with the test tool: the engine's options are restored and the
+/// buffers it made are freed after each test; every launch is planned for 3 passes.
+class HostDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  /// Change the engine's options for this test.
+  void set_options(const std::function<void(replay::Options&)>& change);
+  /// A device buffer of @p n floats, each 0.25, freed after the test.
+  float* buffer(uint32_t n);
+
+  replay::Options opts_;
+  std::vector<float*> buffers_;
+};
 
 }  // namespace kreplay::test
