@@ -272,6 +272,10 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
                              KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED);
     }
     uint64_t t1 = now_ns();
+    // Published before the window opens again: a copy that takes the window from now on must see
+    // the range and close it first (its barrier waits on range_mu, held until this launch's exit),
+    // or the range's restore would undo what it writes. slot.range itself is set below.
+    slot.range_open.store(true, std::memory_order_release);
     window.unlock();
     out.bytes_snapshotted = bytes;
     out.snapshot_ns = t1 - t0;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -403,6 +404,41 @@ TEST_F(Range, ARangeOpenedBetweenACopysBarrierAndItsWindowIsClosedBeforeTheCopy)
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
   EXPECT_EQ(exits[0].outcome.launches, 1u);
+  EXPECT_EQ(exits[0].outcome.passes_executed, 3u);
+}
+
+// A copy from another thread in the moments after a range took its snapshot, before the range is
+// published (the engine flushes the caches then): it must wait for the range and close it, not
+// slip in and be undone by the range's restore. (Seen on the H200 as thread 3's buffer wrong in
+// multistream_threads under 3-pass range replay, once the cache flush widened those moments.)
+TEST_F(Range, ACopyWhileARangeIsBeingOpenedWaitsForTheRange) {
+  float* x = buffer(256, 0.5f);  // updated by this thread: its launch opens the range
+  float* y = buffer(256, 1.0f);  // the other thread's copy target
+  std::atomic<bool> fired{false};
+  std::atomic<bool> copied{false};
+  std::thread other;
+  hr::testing::on_cache_flush([&] {
+    if (fired.exchange(true)) return;
+    other = std::thread([&] {
+      const float seven = 7.0f;
+      EXPECT_TRUE(hr::memcpy(y, &seven, sizeof(seven)).ok());
+      copied = true;
+    });
+    // Give the copy time to slip in, should nothing stop it (it must not finish: the range holds
+    // it).
+    for (int i = 0; i < 100 && !copied.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  });
+  update(x, 256);
+  hr::testing::on_cache_flush(nullptr);
+  ASSERT_TRUE(fired.load());
+  other.join();
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_EQ(y[0], 7.0f);  // 1.0 when the range's restore undid the copy
+  EXPECT_EQ(x[3], expect(0.5f + 0.003f, 1));
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
   EXPECT_EQ(exits[0].outcome.passes_executed, 3u);
 }
 

@@ -416,7 +416,18 @@ Result<std::vector<std::vector<device::CounterValue>>> HostDevice::end_range_pas
   return out;
 }
 
+void HostDevice::set_flush_hook(std::function<void()> hook) {
+  std::lock_guard lock(flush_mu_);
+  flush_hook_ = std::move(hook);
+}
+
 Status HostDevice::flush_caches() {
+  std::function<void()> hook;
+  {
+    std::lock_guard lock(flush_mu_);
+    hook = flush_hook_;
+  }
+  if (hook) hook();
   std::lock_guard lock(flush_mu_);
   ++flushes_.total;
   if (running_.load() > 0) ++flushes_.inside_pass;

@@ -127,6 +127,8 @@ class HostDevice final : public device::Device, public device::CounterBackend {
     std::vector<uint64_t> before_submission;
   };
   FlushLog flush_log();
+  /// Called at the start of every flush_caches() (for tests: hostrt::testing::on_cache_flush).
+  void set_flush_hook(std::function<void()> hook);
   uint64_t agent = 0;
 
  private:
@@ -138,6 +140,7 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   std::atomic<int> fail_counter_passes_{0};
   std::atomic<int64_t> running_{0};
   std::mutex flush_mu_;
+  std::function<void()> flush_hook_;  // guarded by flush_mu_; called without it
   FlushLog flushes_;
   uint64_t pending_flushes_ = 0;
   Status injected_counter_failure();

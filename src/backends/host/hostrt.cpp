@@ -681,6 +681,10 @@ CacheFlushes cache_flushes(int device) {
   auto log = rt().device(device)->flush_log();
   return {log.total, log.inside_pass, std::move(log.before_submission)};
 }
+void on_cache_flush(std::function<void()> hook, int device) {
+  if (rt().ensure().ok() && rt().device(device))
+    rt().device(device)->set_flush_hook(std::move(hook));
+}
 }  // namespace testing
 
 }  // namespace kreplay::hostrt

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <source_location>
 #include <string>
 #include <string_view>
@@ -225,6 +226,9 @@ struct CacheFlushes {
   std::vector<uint64_t> before_submission;
 };
 CacheFlushes cache_flushes(int device = 0);
+/// Call @p hook (on the engine's thread) at the start of every cache flush on @p device; an empty
+/// function removes it. Lets a test act in the moments a flush happens (a range just opened).
+void on_cache_flush(std::function<void()> hook, int device = 0);
 }  // namespace testing
 
 }  // namespace kreplay::hostrt
