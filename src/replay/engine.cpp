@@ -68,7 +68,13 @@ const char* reason_text(kreplay_decline_reason_t r) {
 std::vector<DeviceSlot*>& detail::thread_windows() { return tls().windows; }
 
 void Engine::hold_host_waiter(DeviceSlot& slot, const kreplay_kernel_dispatch_info_t& info,
-                              std::unique_ptr<device::Launch> running, uint64_t waited_ms) {
+                              std::unique_ptr<device::Launch> running, uint64_t waited_ms,
+                              bool mark_kernel) {
+  if (running) {
+    std::lock_guard lock(slot.waiters_mu);
+    slot.host_waiters.push_back(std::move(running));
+  }
+  if (!mark_kernel) return;
   KR_WARN_ONCE("waits-for-host",
                "dispatch {} ({}) reads mapped host memory and did not finish within {} ms while "
                "kreplay held its thread: it may be waiting for the host, so it is not replayed "
@@ -78,10 +84,6 @@ void Engine::hold_host_waiter(DeviceSlot& slot, const kreplay_kernel_dispatch_in
   {
     std::lock_guard lock(host_waiting_mu_);
     host_waiting_kernels_.insert(info.kernel_id);
-  }
-  if (running) {
-    std::lock_guard lock(slot.waiters_mu);
-    slot.host_waiters.push_back(std::move(running));
   }
 }
 
@@ -375,11 +377,15 @@ void Engine::decline(DispatchState& st, kreplay_decline_reason_t reason) {
 void Engine::begin_single_run(DispatchState& st) {
   if (st.slot && !st.reentrant && hooks_.replay_configured() && !st.shared.owns_lock())
     st.shared = std::shared_lock(st.slot->window_mu);
+  // Behind a launch that may wait for the host: neither counted nor waited for (a run that is not
+  // replayed is still counted and waited for when a tool counts it).
+  if (st.slot && !st.behind_host_waiter && st.slot->host_waiter_running())
+    st.behind_host_waiter = true;
   st.pass = 0;
   st.wait_needed = hooks_.before_submit(st);
-  // A kernel that waited for the host before, declined at once: timed, so that exit() can hold it
-  // as a host waiter while it runs (the launches queued behind it are then not waited for).
-  if (st.known_host_waiter) st.wait_needed = true;
+  // A launch over mapped host memory is waited for briefly, so that exit() can hold it as a host
+  // waiter should it outlive the wait (the launches queued behind it are then not waited for).
+  if (st.host_visible) st.wait_needed = true;
 }
 
 void Engine::exit(DispatchState* st, bool submitted) {
@@ -410,8 +416,11 @@ void Engine::exit(DispatchState* st, bool submitted) {
         if (!w.ok() && !st->may_wait_for_host()) {
           KR_WARN("dispatch {}: {}", st->info.dispatch_id, w.message());
         }
-        if (!w.ok() && st->known_host_waiter) {
-          hold_host_waiter(*st->slot, st->info, st->launch->record(), opt.host_wait_ms);
+        if (!w.ok() && st->host_visible) {
+          // Queued behind another host waiter, it is held as well but its kernel is not marked:
+          // it may only have been waiting its turn.
+          hold_host_waiter(*st->slot, st->info, st->launch->record(), opt.host_wait_ms,
+                           /*mark_kernel=*/!st->behind_host_waiter);
         }
         if (!w.ok()) st->timing = {};
       }

@@ -401,11 +401,12 @@ class Engine {
   std::set<uint64_t> host_waiting_kernels_;
 
  public:
-  /// A launch of `info` did not finish its probe within `waited_ms`: say so once, remember its
-  /// kernel (its later host-visible launches are declined at once) and keep `running` on the
-  /// slot until it completes.
+  /// A launch of `info` did not finish its probe within `waited_ms`: keep `running` on the slot
+  /// until it completes and, with `mark_kernel`, say so once and remember its kernel (its later
+  /// host-visible launches are declined at once).
   void hold_host_waiter(DeviceSlot& slot, const kreplay_kernel_dispatch_info_t& info,
-                        std::unique_ptr<device::Launch> running, uint64_t waited_ms);
+                        std::unique_ptr<device::Launch> running, uint64_t waited_ms,
+                        bool mark_kernel = true);
   bool is_host_waiting_kernel(uint64_t kernel_id);
 };
 

@@ -700,6 +700,42 @@ TEST_F(Contract, LaunchesBehindAHostWaiterAreNotWaitedFor) {
   EXPECT_TRUE(hostrt::stream_destroy(s).ok());
 }
 
+// The same with one pass, the app's own run counted (the kreplay command when every counter fits
+// one pass: UnifiedMemoryPerf under --pmc A --pmc B --pmc C on the H200 stopped at the first latch
+// kernel). A run that is not replayed is still waited for when counted; the latch kernel, uncounted
+// and not replayed, must be held as a host waiter once it outlives its brief wait, and the counted
+// launch queued behind it must then be neither counted nor waited for.
+TEST_F(Contract, OnePassLaunchesBehindAHostWaiterAreNotWaitedFor) {
+  auto o = sdk::Runtime::get().engine().options();
+  o.host_wait_ms = 50;
+  o.drain_timeout_ms = 4000;
+  sdk::Runtime::get().engine().set_options(o);
+  const char* names[] = {"launches"};
+  kreplay_counter_config_id_t cfg{};
+  ASSERT_EQ(kreplay_create_counter_config({hostrt::testing::agent_of()}, names, 1, &cfg),
+            KREPLAY_STATUS_SUCCESS);
+  tool().scenario.pass_count = [](const auto&) { return uint64_t{1}; };
+  tool().scenario.counters = [cfg](const auto&) { return cfg; };
+  auto* flag = static_cast<uint32_t*>(*hostrt::malloc_host_mapped(sizeof(uint32_t)));
+  *flag = 0;
+  float* x = make_buffer(64);
+  auto s = *hostrt::stream_create();
+  const uint64_t t0 = now_ns();
+  ASSERT_TRUE(hostrt::launch_args(module().spin, {1}, {1}, s, flag).ok());
+  ASSERT_TRUE(launch_update(x, 64, s).ok());  // queued behind the spinning launch
+  EXPECT_LT(now_ns() - t0, 2'000'000'000u) << "the thread waited for a launch behind the latch";
+  std::atomic_ref<uint32_t>(*flag).store(1);  // the host opens the latch
+  ASSERT_TRUE(hostrt::stream_synchronize(s).ok());
+  EXPECT_EQ(x[0], updated(0.25f, 1));
+  // Once the latch kernel finished, launches are counted again.
+  ASSERT_TRUE(launch_update(x, 64, s).ok());
+  sync();
+  ASSERT_FALSE(tool().counters.empty());
+  EXPECT_EQ(tool().counters.back().status, KREPLAY_STATUS_SUCCESS);
+  EXPECT_EQ(tool().counters.back().dispatch_id, tool().last_dispatch_id());
+  EXPECT_TRUE(hostrt::stream_destroy(s).ok());
+}
+
 // A launch over mapped host memory that does not wait is replayed after its probe: every pass is
 // a resubmission, the last is not restored, and memory holds one execution.
 TEST_F(Contract, HostMemoryLaunchesAreReplayedAfterTheirProbe) {
