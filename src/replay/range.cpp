@@ -220,6 +220,12 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
   if (!r->plan.replay && r->plan.requested != 1 && declined == KREPLAY_DECLINE_REASON_NONE) {
     return finish_unopened(KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED, {});
   }
+  if (declined == KREPLAY_DECLINE_REASON_NONE && slot.host_waiter_running()) {
+    // Behind a launch that may wait for the host: a replayed range would drain, and a range of
+    // one pass would wait for its launches at its close; its launch runs once, neither counted
+    // nor waited for.
+    return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_WAITS_FOR_HOST);
+  }
   if (declined != KREPLAY_DECLINE_REASON_NONE) {
     // Runs once as a range of its own, uncounted: its outcome says why it was not replayed.
     KR_WARN_ONCE(reason_text(declined), "{} is not replayed ({}): it would do that once per pass; "
@@ -236,9 +242,6 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
       KR_WARN_ONCE("capture-active", "launches made while another stream of the device is being "
                                      "captured into a graph are not replayed; they run once");
       return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_STREAM_CAPTURE);
-    }
-    if (slot.host_waiter_running()) {
-      return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_WAITS_FOR_HOST);
     }
     if (Status s = dev.drain(opt.drain_timeout_ms); !s.ok()) {
       KR_WARN("range {}: {}; its launches run once", r->info.range_id, s.message());

@@ -602,11 +602,53 @@ TEST_F(Range, LaunchesBehindALatchDoNotWaitForTheHost) {
     ASSERT_TRUE(hr::launch_args(fx().spin, {1}, {1}, s, flag).ok());
     update(x, 256, s);
     update(x, 256, s);
+    float out = 0;
+    ASSERT_TRUE(hr::memcpy_async(&out, x, sizeof(out), s).ok());  // closes any open range
     EXPECT_LT(now_ns() - t0, 2'000'000'000u) << "round " << round << ": waited for the latch";
     std::atomic_ref<uint32_t>(*flag).store(1);
     ASSERT_TRUE(hr::stream_synchronize(s).ok());
   }
   EXPECT_EQ(x[3], expect(0.5f + 0.003f, 4));
+  EXPECT_TRUE(hr::stream_destroy(s).ok());
+  EXPECT_TRUE(hr::free(flag).ok());
+  sdk::Runtime::get().engine().set_options(saved);
+}
+
+// The same with one counted pass (the kreplay command when every counter fits one pass): ranges
+// of one pass share a counter session and wait for their launches; while the latch kernel runs,
+// the launches behind it open no such range. (UnifiedMemoryPerf under --replay-mode range
+// --pmc A --pmc B --pmc C on the H200 stopped after its first latch kernel.)
+TEST_F(Range, OnePassLaunchesBehindALatchDoNotWaitForTheHost) {
+  auto o = sdk::Runtime::get().engine().options();
+  const auto saved = o;
+  o.host_wait_ms = 50;
+  o.drain_timeout_ms = 4000;
+  sdk::Runtime::get().engine().set_options(o);
+  const char* names[] = {"launches"};
+  ASSERT_EQ(kreplay_create_counter_config({hr::testing::agent_of()}, names, 1, &S().config),
+            KREPLAY_STATUS_SUCCESS);
+  S().passes = [] { return uint64_t{1}; };
+  auto* flag = static_cast<uint32_t*>(*hr::malloc_host_mapped(sizeof(uint32_t)));
+  float* x = buffer(256, 0.5f);
+  auto s = *hr::stream_create();
+  for (int round = 1; round <= 2; ++round) {
+    std::atomic_ref<uint32_t>(*flag).store(0);
+    const uint64_t t0 = now_ns();
+    ASSERT_TRUE(hr::launch_args(fx().spin, {1}, {1}, s, flag).ok());
+    update(x, 256, s);
+    update(x, 256, s);
+    float out = 0;
+    ASSERT_TRUE(hr::memcpy_async(&out, x, sizeof(out), s).ok());  // closes the open range
+    EXPECT_LT(now_ns() - t0, 2'000'000'000u) << "round " << round << ": waited for the latch";
+    std::atomic_ref<uint32_t>(*flag).store(1);
+    ASSERT_TRUE(hr::stream_synchronize(s).ok());
+  }
+  // The latch is open: launches are counted again.
+  const size_t counted = S().counters.size();
+  update(x, 256, s);
+  ASSERT_TRUE(hr::stream_synchronize(s).ok());
+  EXPECT_GT(S().counters.size(), counted);
+  EXPECT_EQ(x[3], expect(0.5f + 0.003f, 5));
   EXPECT_TRUE(hr::stream_destroy(s).ok());
   EXPECT_TRUE(hr::free(flag).ok());
   sdk::Runtime::get().engine().set_options(saved);
