@@ -133,6 +133,8 @@ CREATE TABLE dispatches (
   end_ns               INTEGER NOT NULL,  -- last pass end
   graph_id             INTEGER NOT NULL DEFAULT 0,  -- the CUDA graph that launched it (0: none)
   graph_node           INTEGER NOT NULL DEFAULT 0,  -- a kernel node's place in its graph's order
+  divergence_checked   INTEGER NOT NULL DEFAULT 0,  -- 1: --check-divergence compared its passes
+  diverged_passes      INTEGER NOT NULL DEFAULT 0,  -- passes whose memory differed from pass 0's
   seq INTEGER,  -- arrival order (see the top)
   PRIMARY KEY (app_pass, dispatch_id)
 );
@@ -299,3 +301,50 @@ LEFT JOIN dispatches d ON d.app_pass = c.app_pass AND d.dispatch_id = c.dispatch
 LEFT JOIN kernels k ON k.app_pass = c.app_pass AND k.kernel_id = c.kernel_id
 LEFT JOIN passes p
   ON p.app_pass = c.app_pass AND p.dispatch_id = c.dispatch_id AND p.replay_pass = c.replay_pass;
+
+-- Trusting a replay: did every pass of a launch measure the same work? Added, like
+-- dispatches.divergence_checked and diverged_passes, without a version change (older readers are
+-- not affected; older databases lack them).
+
+-- One row per launch with two or more timed passes: the spread of its pass durations,
+-- 100 * (max - min) / min; flagged = 1 when it exceeds 10% (a pass that did not look like the others:
+-- a different cache state, a clock change, other work on the GPU).
+CREATE VIEW pass_spread AS
+SELECT p.app_pass, p.dispatch_id, d.kernel_id, k.demangled_name AS kernel_name,
+       COUNT(*) AS passes, MIN(p.end_ns - p.start_ns) AS min_ns, MAX(p.end_ns - p.start_ns) AS max_ns,
+       100.0 * (MAX(p.end_ns - p.start_ns) - MIN(p.end_ns - p.start_ns)) / MIN(p.end_ns - p.start_ns)
+         AS spread_pct,
+       CASE WHEN 100.0 * (MAX(p.end_ns - p.start_ns) - MIN(p.end_ns - p.start_ns))
+                 / MIN(p.end_ns - p.start_ns) > 10.0 THEN 1 ELSE 0 END AS flagged
+FROM passes p
+LEFT JOIN dispatches d ON d.app_pass = p.app_pass AND d.dispatch_id = p.dispatch_id
+LEFT JOIN kernels k ON k.app_pass = d.app_pass AND k.kernel_id = d.kernel_id
+WHERE p.end_ns > p.start_ns
+GROUP BY p.app_pass, p.dispatch_id
+HAVING COUNT(*) > 1;
+
+-- Per kernel: its launches with two or more timed passes, their mean and largest spread, and how
+-- many were flagged.
+CREATE VIEW kernel_pass_spread AS
+SELECT app_pass, kernel_id, kernel_name, COUNT(*) AS launches, AVG(spread_pct) AS mean_spread_pct,
+       MAX(spread_pct) AS max_spread_pct, SUM(flagged) AS flagged_launches
+FROM pass_spread
+GROUP BY app_pass, kernel_id;
+
+-- A counter collected on several passes of one launch (requested in several groups): its values.
+-- For counts (events, not durations or rates) min_value and max_value must be equal.
+CREATE VIEW counter_pass_values AS
+SELECT c.app_pass, c.dispatch_id, c.kernel_id, c.name AS counter_name, COUNT(*) AS passes,
+       MIN(c.value) AS min_value, MAX(c.value) AS max_value
+FROM counters c
+GROUP BY c.app_pass, c.dispatch_id, c.name
+HAVING COUNT(*) > 1;
+
+-- Launches whose passes left different memory (--check-divergence): they did not measure the same
+-- work on every pass (float atomics in another order, a race, a kernel that reads a clock).
+CREATE VIEW diverged_dispatches AS
+SELECT d.app_pass, d.dispatch_id, d.kernel_id, k.demangled_name AS kernel_name, d.passes_executed,
+       d.diverged_passes
+FROM dispatches d
+LEFT JOIN kernels k ON k.app_pass = d.app_pass AND k.kernel_id = d.kernel_id
+WHERE d.diverged_passes > 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -168,6 +169,16 @@ Status CsvWriter::write_rows(const DispatchRecord& d, const PendingDispatch& p) 
   uint64_t lost = 0;
   for (const auto& pass : p.passes) lost += pass.counter_status == "lost" ? 1 : 0;
   row.num(d.graph_id).num(d.graph_node).num(lost);
+  if (const double spread = pass_spread_pct(p); std::isnan(spread)) {
+    row.empty();
+  } else {
+    row.real(spread);
+  }
+  if (d.divergence_checked) {
+    row.num(d.diverged_passes);
+  } else {
+    row.empty();
+  }
   for (const auto& counter : counters_) {
     auto it = first.find(counter);
     if (it != first.end()) {

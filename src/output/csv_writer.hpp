@@ -63,7 +63,7 @@ class CsvWriter final : public Writer {
                                                                "End_Timestamp",
                                                                "Replay_Pass",
                                                                "App_Pass"};
-  static constexpr std::array<const char*, 35> kWideColumns = {
+  static constexpr std::array<const char*, 37> kWideColumns = {
       "Correlation_Id",
       "Dispatch_Id",
       "Agent_Id",
@@ -96,9 +96,11 @@ class CsvWriter final : public Writer {
       "End_Timestamp",
       "Duration_Ns",  // mean pass duration; End - Start when the dispatch has no pass records
       "App_Pass",
-      "Graph_Id",          // the CUDA graph that launched it (0: none)
-      "Graph_Node",        // a kernel node's place in its graph's order
-      "Counter_Passes_Lost"};  // passes whose counters CUPTI could not deliver
+      "Graph_Id",             // the CUDA graph that launched it (0: none)
+      "Graph_Node",           // a kernel node's place in its graph's order
+      "Counter_Passes_Lost",  // passes whose counters CUPTI could not deliver
+      "Pass_Spread_Pct",      // 100 * (max - min) / min of its pass durations; "" with < 2
+      "Diverged_Passes"};     // --check-divergence: passes whose memory differed; "" unchecked
   static constexpr std::array<const char*, 28> kTraceColumns = {"Kind",
                                                                 "Agent_Id",
                                                                 "Stream_Id",

@@ -110,6 +110,8 @@ Status JsonWriter::dispatch(const DispatchRecord& r) {
   o.field("snapshot_ns", r.snapshot_ns).field("restore_ns", r.restore_ns);
   o.field("start_ns", r.start_ns).field("end_ns", r.end_ns).field("app_pass", r.app_pass);
   o.field("graph_id", r.graph_id).field("graph_node", r.graph_node);
+  o.raw("divergence_checked", r.divergence_checked ? "true" : "false");
+  o.field("diverged_passes", r.diverged_passes);
   return add(kDispatches, o.done());
 }
 

@@ -1,6 +1,7 @@
 #include "output/pending.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace kreplay::output {
 
@@ -60,6 +61,29 @@ double dispatch_duration_ns(const DispatchRecord& dispatch, const PendingDispatc
   double sum = 0;
   for (const auto& p : pending.passes) sum += span(p.start_ns, p.end_ns);
   return sum / static_cast<double>(pending.passes.size());
+}
+
+double pass_spread_pct(const PendingDispatch& pending) {
+  double lo = 0, hi = 0;
+  size_t n = 0;
+  for (const auto& p : pending.passes) {
+    const auto d = static_cast<int64_t>(p.end_ns - p.start_ns);
+    if (d <= 0) continue;
+    lo = n == 0 ? d : std::min<double>(lo, d);
+    hi = n == 0 ? d : std::max<double>(hi, d);
+    ++n;
+  }
+  return n < 2 ? std::numeric_limits<double>::quiet_NaN() : 100.0 * (hi - lo) / lo;
+}
+
+bool is_count_counter(const std::string& name) {
+  static constexpr const char* kNotCounts[] = {
+      "cycles", "time", "duration", "pct",  "per_",      "throughput", "rate",
+      "ratio",  ".avg", ".max",     ".min", "frequency", "occupancy"};
+  for (const char* w : kNotCounts) {
+    if (name.find(w) != std::string::npos) return false;
+  }
+  return true;
 }
 
 const PassRecord* find_pass(const PendingDispatch& pending, uint64_t replay_pass) {

@@ -43,6 +43,16 @@ std::map<std::string, const CounterRecord*> first_pass_values(const PendingDispa
 /// pass record came.
 double dispatch_duration_ns(const DispatchRecord& dispatch, const PendingDispatch& pending);
 
+/// How much the durations of a dispatch's passes differ: 100 * (max - min) / min over its passes
+/// with a positive duration, or NaN with fewer than two (issue: a replay is trusted when every
+/// pass ran the same work; kPassSpreadFlagPct marks those that did not look like it).
+double pass_spread_pct(const PendingDispatch& pending);
+inline constexpr double kPassSpreadFlagPct = 10.0;
+
+/// Whether a counter counts events (equal on every pass of one launch that collects it), judged
+/// by its name: durations, cycles, rates, ratios and per-unit averages or maxima are not.
+bool is_count_counter(const std::string& name);
+
 /// The pass record for @p replay_pass, or nullptr.
 const PassRecord* find_pass(const PendingDispatch& pending, uint64_t replay_pass);
 

@@ -82,6 +82,8 @@ struct DispatchRecord {
   uint32_t app_pass = 0;
   uint64_t graph_id = 0;      // the CUDA graph that launched it (0: none)
   uint64_t graph_node = 0;    // a kernel node run node by node: its place in the graph's order
+  bool divergence_checked = false;  // --check-divergence compared every pass's memory
+  uint64_t diverged_passes = 0;     // passes whose memory differed from the first pass's
 };
 
 struct PassRecord {

@@ -356,9 +356,10 @@ struct SqliteWriter::Impl {
                    "block_y, block_z, cluster_x, cluster_y, cluster_z, dynamic_shared_bytes, "
                    "static_shared_bytes, registers, outcome, reason, passes_requested, "
                    "passes_executed, bytes_snapshotted, bytes_restored, snapshot_ns, restore_ns, "
-                   "start_ns, end_ns, graph_id, graph_node, seq) VALUES (?1, ?2, ?3, ?4, ?5, "
-                   "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
-                   "?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)"));
+                   "start_ns, end_ns, graph_id, graph_node, divergence_checked, "
+                   "diverged_passes, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                   "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, "
+                   "?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34)"));
     ASSIGN_OR_RETURN(pass_insert,
                      db.prepare("INSERT INTO passes (app_pass, dispatch_id, replay_pass, "
                                 "agent_id, stream_id, start_ns, end_ns, counter_status, seq) "
@@ -488,7 +489,8 @@ Status SqliteWriter::dispatch(const DispatchRecord& r) {
                r.block.y, r.block.z, r.cluster.x, r.cluster.y, r.cluster.z, r.dynamic_shared_bytes,
                r.static_shared_bytes, r.registers, r.outcome, r.reason, r.passes_requested,
                r.passes_executed, r.bytes_snapshotted, r.bytes_restored, r.snapshot_ns,
-               r.restore_ns, r.start_ns, r.end_ns, r.graph_id, r.graph_node, ++m.seq);
+               r.restore_ns, r.start_ns, r.end_ns, r.graph_id, r.graph_node,
+               r.divergence_checked ? 1 : 0, r.diverged_passes, ++m.seq);
   if (!status.ok()) return name_record(status, fmt::format("dispatch {}", r.dispatch_id));
   return status;
 }

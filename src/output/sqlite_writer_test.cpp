@@ -259,5 +259,35 @@ TEST(SqliteWriterTest, CounterViewSqlQuotesNames) {
             (std::vector<std::string>{"duration_ns", "it's \"odd\"", "duration_ns#2"}));
 }
 
+// Trusting a replay from the database: the spread of each launch's pass durations (flagged over
+// 10%), per kernel, a counter's values over the passes that collected it, and diverged launches.
+TEST(SqliteWriterTest, TrustViewsShowPassSpreadCounterValuesAndDivergence) {
+  TempDir dir;
+  const std::string db = dir / "t_results.db";
+  auto w = sqlite_writer(db);
+  ASSERT_TRUE(w);
+  Status s = testing::play_fixture(*w);
+  ASSERT_TRUE(s.ok()) << s.message();
+  // Dispatch 1: passes of 1500, 1600 and 1400 ns; dispatch 4: 700 and 800 ns; 2 and 3: one pass.
+  EXPECT_EQ(query(db,
+                  "SELECT dispatch_id, passes, min_ns, max_ns, printf('%.2f', spread_pct), "
+                  "flagged FROM pass_spread ORDER BY dispatch_id"),
+            (std::vector<std::string>{"1|3|1400|1600|14.29|1", "4|2|700|800|14.29|1"}));
+  EXPECT_EQ(query(db,
+                  "SELECT kernel_id, launches, flagged_launches FROM kernel_pass_spread "
+                  "ORDER BY kernel_id"),
+            (std::vector<std::string>{"1|1|1", "3|1|1"}));
+  EXPECT_EQ(query(db,
+                  "SELECT dispatch_id, counter_name, passes, min_value, max_value FROM "
+                  "counter_pass_values"),
+            (std::vector<std::string>{"1|sm__cycles_elapsed.sum|3|1000.0|1020.0"}));
+  EXPECT_EQ(query(db,
+                  "SELECT dispatch_id, kernel_name, passes_executed, diverged_passes FROM "
+                  "diverged_dispatches"),
+            (std::vector<std::string>{"1|vecAdd(float const*, float const*, float*, int)|3|1"}));
+  EXPECT_EQ(query(db, "SELECT dispatch_id, divergence_checked FROM dispatches ORDER BY 1"),
+            (std::vector<std::string>{"1|1", "2|0", "3|0", "4|1"}));
+}
+
 }  // namespace
 }  // namespace kreplay::output

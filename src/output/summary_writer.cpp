@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "output/text.hpp"
 
@@ -57,6 +58,72 @@ void SummaryWriter::account(const DispatchRecord& d, const PendingDispatch& p) {
     a.sum += record->value;
     a.count += 1;
   }
+  if (const double spread = pass_spread_pct(p); !std::isnan(spread)) {
+    ++k.spread_launches;
+    k.spread_flagged += spread > kPassSpreadFlagPct ? 1 : 0;
+    k.max_spread_pct = std::max(k.max_spread_pct, spread);
+  }
+  k.diverged += d.diverged_passes > 0 ? 1 : 0;
+  // A count collected on several passes (a counter in several groups) must be equal on each.
+  std::map<std::string, std::pair<double, double>> range;  // name -> (min, max)
+  std::map<std::string, int> seen;
+  for (const auto& c : p.counters) {
+    if (!is_count_counter(c.name) || std::isnan(c.value)) continue;
+    auto [it, fresh] = range.try_emplace(c.name, c.value, c.value);
+    if (!fresh)
+      it->second = {std::min(it->second.first, c.value), std::max(it->second.second, c.value)};
+    ++seen[c.name];
+  }
+  for (const auto& [name, mm] : range) {
+    if (seen[name] < 2 || mm.second == mm.first) continue;
+    const double base = std::max(std::abs(mm.first), std::abs(mm.second));
+    const double pct = base > 0 ? 100.0 * (mm.second - mm.first) / base : 0.0;
+    auto& dis = k.counts_differ[name];
+    ++dis.launches;
+    dis.max_pct = std::max(dis.max_pct, pct);
+  }
+}
+
+std::string SummaryWriter::render_trust() const {
+  std::string uneven, differ, diverged;
+  uint64_t n_uneven = 0, n_diverged = 0;
+  for (const auto& [id, k] : stats_) {
+    const std::string name = truncate_name(kernel_names_(id), kNameWidth);
+    if (k.spread_flagged > 0) {
+      n_uneven += k.spread_flagged;
+      uneven += fmt::format("{}{} ({} of {}, up to {:.0f}%)", uneven.empty() ? "" : "; ", name,
+                            k.spread_flagged, k.spread_launches, k.max_spread_pct);
+    }
+    for (const auto& [counter, dis] : k.counts_differ) {
+      differ += fmt::format("{}{} in {} ({} launch(es), up to {:.2g}%)", differ.empty() ? "" : "; ",
+                            counter, name, dis.launches, dis.max_pct);
+    }
+    if (k.diverged > 0) {
+      n_diverged += k.diverged;
+      diverged += fmt::format("{}{} ({} of {})", diverged.empty() ? "" : "; ", name, k.diverged,
+                              k.launches);
+    }
+  }
+  std::string out;
+  if (!uneven.empty()) {
+    out += fmt::format(
+        "{}Uneven passes: {} launch(es) whose pass durations differ by more than "
+        "{:.0f}%: {} (the database's pass_spread view has each launch)\n",
+        kTag, n_uneven, kPassSpreadFlagPct, uneven);
+  }
+  if (!differ.empty()) {
+    out += fmt::format(
+        "{}Counts that differ between the passes of one launch (a counter in "
+        "several groups): {} (the database's counter_pass_values view)\n",
+        kTag, differ);
+  }
+  if (!diverged.empty()) {
+    out += fmt::format(
+        "{}Diverged: {} launch(es) whose passes left different memory, so their "
+        "passes did not measure the same work: {}\n",
+        kTag, n_diverged, diverged);
+  }
+  return out;
 }
 
 Status SummaryWriter::allocation(const AllocationRecord&) {
@@ -99,20 +166,22 @@ std::string SummaryWriter::render(const RunSummary& s) const {
         "that have it.\n",
         kTag, lines.size(), launches);
     // Cells: the fixed columns, then the counters, then the name (left-aligned, unpadded).
-    std::vector<std::string> header = {"Time(%)", "Total",    "Avg",   "Min",
-                                       "Max",     "Launches", "Passes"};
+    std::vector<std::string> header = {"Time(%)", "Total",    "Avg",    "Min",
+                                       "Max",     "Launches", "Passes", "Spread"};
     for (const auto& c : counter_order_) header.push_back(c);
     std::vector<std::vector<std::string>> cells;
     for (const auto& line : lines) {
       const KernelStats& k = *line.stats;
       double share = all_ns > 0 ? 100.0 * k.total_ns / all_ns : 0.0;
-      std::vector<std::string> row = {fmt::format("{:.1f}%", share),
-                                      format_duration(k.total_ns),
-                                      format_duration(k.total_ns / static_cast<double>(k.launches)),
-                                      format_duration(k.min_ns),
-                                      format_duration(k.max_ns),
-                                      std::to_string(k.launches),
-                                      std::to_string(k.passes)};
+      std::vector<std::string> row = {
+          fmt::format("{:.1f}%", share),
+          format_duration(k.total_ns),
+          format_duration(k.total_ns / static_cast<double>(k.launches)),
+          format_duration(k.min_ns),
+          format_duration(k.max_ns),
+          std::to_string(k.launches),
+          std::to_string(k.passes),
+          k.max_spread_pct < 0 ? std::string("-") : fmt::format("{:.1f}%", k.max_spread_pct)};
       for (const auto& c : counter_order_) {
         auto it = k.counters.find(c);
         row.push_back(it != k.counters.end() && it->second.count > 0
@@ -139,6 +208,7 @@ std::string SummaryWriter::render(const RunSummary& s) const {
       emit(cells[i], truncate_name(lines[i].name, kNameWidth));
     }
   }
+  out += render_trust();
   out += render_instructions();
   std::string reasons;
   for (const auto& [reason, count] : s.declined_by_reason) {

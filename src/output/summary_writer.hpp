@@ -2,8 +2,12 @@
 // tagged "==KREPLAY==".
 //
 // One row per kernel, sorted by total time descending (then by name): Time(%), Total, Avg, Min,
-// Max, Launches, Passes, one column per counter (its average per launch), and the demangled name
-// (cut at kNameWidth characters with "..."). Then a totals line from RunSummary.
+// Max, Launches, Passes, Spread (the largest spread of one launch's pass durations, 100 * (max -
+// min) / min, "-" when no launch had two timed passes), one column per counter (its average per
+// launch), and the demangled name (cut at kNameWidth characters with "..."). Then, when there are
+// any, one line each for launches whose passes differ by more than kPassSpreadFlagPct, counts
+// (is_count_counter) that differ between the passes of one launch, and launches whose passes
+// left different memory (--check-divergence); then a totals line from RunSummary.
 //
 // A launch's time is the mean duration of its passes (end - start when it has no pass records);
 // a launch's counter value is the value of the lowest replay_pass that collected it, as in the
@@ -60,7 +64,18 @@ class SummaryWriter final : public Writer {
     uint64_t passes = 0;
     double total_ns = 0, min_ns = 0, max_ns = 0;
     std::map<std::string, Average> counters;
+    uint64_t spread_launches = 0;  // launches with two or more timed passes
+    uint64_t spread_flagged = 0;   // ... whose spread exceeds kPassSpreadFlagPct
+    double max_spread_pct = -1;    // < 0: none
+    uint64_t diverged = 0;         // launches with diverged passes
+    struct Disagreement {
+      uint64_t launches = 0;
+      double max_pct = 0;
+    };
+    std::map<std::string, Disagreement> counts_differ;  // by counter name
   };
+  /// The lines after the table: uneven passes, counts that differ, divergence.
+  std::string render_trust() const;
   void account(const DispatchRecord& dispatch, const PendingDispatch& pending);
   struct Instruction {
     std::string text;  // "main.cpp:54 LDG.E.32"

@@ -177,6 +177,8 @@ inline Status play_fixture(Writer& w, bool finish = true) {
   d1.restore_ns = 2000;
   d1.start_ns = 1000013000;
   d1.end_ns = 1000021400;
+  d1.divergence_checked = true;  // --check-divergence: pass 2 left other memory than pass 0
+  d1.diverged_passes = 1;
   keep(w.dispatch(d1));
 
   // Dispatch 2: the template kernel, declined: runs once.
@@ -237,6 +239,7 @@ inline Status play_fixture(Writer& w, bool finish = true) {
   d4.restore_ns = 500;
   d4.start_ns = 1000201000;
   d4.end_ns = 1000203300;
+  d4.divergence_checked = true;
   keep(w.dispatch(d4));
 
   keep(alloc(1, "free", "device", 0x7f0000400000ull, 4194304, 1000300000));

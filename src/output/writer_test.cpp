@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "output/summary_writer.hpp"
 #include "output/test_records.hpp"
 #include "output/test_util.hpp"
 
@@ -135,6 +136,68 @@ TEST(WriterTest, CallsAfterFinishFail) {
     ASSERT_TRUE((*w)->finish(RunSummary{}).ok()) << format;
     EXPECT_FALSE((*w)->finish(RunSummary{}).ok()) << format;
   }
+}
+
+// The summary's trust lines: a count (not a duration or a cycle count) that differs between the
+// passes of one launch is named; equal counts and differing cycles are not; a launch whose passes
+// diverged is counted.
+TEST(WriterTest, SummaryNamesCountsThatDifferBetweenPassesAndDivergedLaunches) {
+  TempDir dir;
+  const std::string path = dir / "summary.txt";
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  {
+    SummaryWriter w(f);
+    ASSERT_TRUE(w.begin(testing::fixture_run()).ok());
+    KernelRecord k;
+    k.kernel_id = 5;
+    k.demangled_name = "scatter(int*)";
+    ASSERT_TRUE(w.kernel(k).ok());
+    auto counter = [&](uint64_t pass, const char* name, double value) {
+      CounterRecord c;
+      c.dispatch_id = 9;
+      c.replay_pass = pass;
+      c.kernel_id = 5;
+      c.name = name;
+      c.value = value;
+      ASSERT_TRUE(w.counter(c).ok());
+    };
+    counter(0, "smsp__inst_executed.sum", 1000);
+    counter(1, "smsp__inst_executed.sum", 1000);  // equal: fine
+    counter(0, "dram__bytes_read.sum", 4000);
+    counter(1, "dram__bytes_read.sum", 4100);  // a count that differs
+    counter(0, "sm__cycles_elapsed.max", 50);
+    counter(1, "sm__cycles_elapsed.max", 70);  // cycles may differ
+    for (uint64_t p = 0; p < 2; ++p) {
+      PassRecord r;
+      r.dispatch_id = 9;
+      r.replay_pass = p;
+      r.start_ns = 1000 * (p + 1);
+      r.end_ns = r.start_ns + 500;  // equal durations: not uneven
+      ASSERT_TRUE(w.pass(r).ok());
+    }
+    DispatchRecord d;
+    d.dispatch_id = 9;
+    d.kernel_id = 5;
+    d.passes_executed = 2;
+    d.divergence_checked = true;
+    d.diverged_passes = 1;
+    ASSERT_TRUE(w.dispatch(d).ok());
+    ASSERT_TRUE(w.finish(testing::fixture_summary()).ok());
+  }
+  std::fclose(f);
+  const std::string out = testing::read_file(path);
+  EXPECT_NE(out.find("Counts that differ between the passes of one launch (a counter in several "
+                     "groups): dram__bytes_read.sum in scatter(int*) (1 launch(es), up to 2.4%)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("smsp__inst_executed.sum in"), std::string::npos) << out;
+  EXPECT_EQ(out.find("sm__cycles_elapsed.max in"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Uneven passes"), std::string::npos) << out;
+  EXPECT_NE(out.find("Diverged: 1 launch(es) whose passes left different memory"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  0.0%  "), std::string::npos) << out;  // the Spread column
 }
 
 }  // namespace

@@ -129,7 +129,8 @@ std::vector<TableSpec> table_specs(uint32_t app_pass) {
                "grid_y, grid_z, block_x, block_y, block_z, cluster_x, cluster_y, cluster_z, "
                "dynamic_shared_bytes, static_shared_bytes, registers, outcome, reason, "
                "passes_requested, passes_executed, bytes_snapshotted, bytes_restored, "
-               "snapshot_ns, restore_ns, start_ns, end_ns, graph_id=0, graph_node=0",
+               "snapshot_ns, restore_ns, start_ns, end_ns, graph_id=0, graph_node=0, "
+               "divergence_checked=0, diverged_passes=0",
                "rowid * 1000000 + 999999", [app_pass](const SqlStmt& s, output::Writer& w) {
                  output::DispatchRecord d;
                  d.dispatch_id = s.u64(1);
@@ -156,6 +157,8 @@ std::vector<TableSpec> table_specs(uint32_t app_pass) {
                  d.end_ns = s.u64(28);
                  d.graph_id = s.u64(29);
                  d.graph_node = s.u64(30);
+                 d.divergence_checked = s.u64(31) != 0;
+                 d.diverged_passes = s.u64(32);
                  d.app_pass = app_pass;
                  return w.dispatch(d);
                }});

@@ -175,6 +175,10 @@ void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_
     r.bytes_restored = o->bytes_restored;
     r.snapshot_ns = o->snapshot_ns;
     r.restore_ns = o->restore_ns;
+    if (o->size >= KREPLAY_STRUCT_SIZE(kreplay_replay_outcome_record_t, divergence_checked)) {
+      r.divergence_checked = o->divergence_checked != 0;
+      r.diverged_passes = o->diverged_passes;
+    }
     write_phases_locked(r, o->intervals, o->interval_count);
   }
   d.record_ready = true;

@@ -5,7 +5,7 @@
 //   kreplay-cli-test-app [--launches N] [--sleep-ms MS] [--exit-code C]
 //                        [--die term|segv|abort|kill --after K] [--untracked-from K]
 //                        [--two-kernels] [--sync-every S] [--profiler A B] [--nvtx NAME A B]
-//                        [--hang-after K]
+//                        [--hang-after K] [--stamp]
 //
 // It runs N launches (default 4) of one kernel, bump(unsigned* x, unsigned n): x[i] += i + 1 and,
 // on thread 0, one atomic increment of a module-scope launch counter. bump is not idempotent, so
@@ -22,7 +22,9 @@
 // closes a range); --profiler A B calls the profiler-start marker before launch A and the
 // profiler-stop marker after launch B; --nvtx NAME A B pushes an NVTX range NAME before launch A
 // and pops it after launch B. With --hang-after K it ignores SIGTERM and SIGINT after launch K and
-// sleeps for ever (an application that will not stop).
+// sleeps for ever (an application that will not stop). With --stamp every launch is followed by
+// stamp(z), which writes a number that grows with every execution (as a kernel reading a clock
+// would): replayed, its passes leave different memory (what --check-divergence finds).
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -57,6 +59,14 @@ void bump(hostrt::ThreadContext& t) {
   }
 }
 
+// stamp(unsigned* z): z[0] = the number of stamp executions so far (a host-side count that no
+// restore rewinds).
+uint32_t g_stamps = 0;
+void stamp(hostrt::ThreadContext& t) {
+  auto* z = t.arg<uint32_t*>(0);
+  if (t.global_thread_id() == 0) t.store(&z[0], ++g_stamps);
+}
+
 // mark(unsigned* y, unsigned n): y[i] += 2i + 1.
 void mark(hostrt::ThreadContext& t) {
   auto* y = t.arg<uint32_t*>(0);
@@ -82,11 +92,13 @@ T check(kreplay::Result<T> r, const char* what) {
 }
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "cli-test-app: %s\nusage: kreplay-cli-test-app [--launches N] [--sleep-ms MS] "
-               "[--exit-code C] [--die term|segv|abort|kill --after K] [--untracked-from K] "
-               "[--two-kernels] [--sync-every S] [--profiler A B] [--nvtx NAME A B]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "cli-test-app: %s\nusage: kreplay-cli-test-app [--launches N] [--sleep-ms MS] "
+      "[--exit-code C] [--die term|segv|abort|kill --after K] [--untracked-from K] "
+      "[--two-kernels] [--sync-every S] [--profiler A B] [--nvtx NAME A B] [--hang-after K] "
+      "[--stamp]\n",
+      why);
   std::exit(64);
 }
 
@@ -122,7 +134,7 @@ int main(int argc, char** argv) {
   uint32_t launches = 4, exit_code = 0, after = 0, untracked_from = 0, sync_every = 0;
   uint32_t hang_after = 0;
   uint32_t profiler_from = 0, profiler_to = 0, nvtx_from = 0, nvtx_to = 0;
-  bool two_kernels = false;
+  bool two_kernels = false, stamps = false;
   std::string die_by, nvtx_name;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -134,6 +146,8 @@ int main(int argc, char** argv) {
       exit_code = number(argc, argv, &i);
     } else if (a == "--untracked-from") {
       untracked_from = number(argc, argv, &i);
+    } else if (a == "--stamp") {
+      stamps = true;
     } else if (a == "--two-kernels") {
       two_kernels = true;
     } else if (a == "--sync-every") {
@@ -164,17 +178,20 @@ int main(int argc, char** argv) {
   constexpr uint32_t kBlock = 128;
   hostrt::ModuleDesc desc;
   desc.name = "cli_test_module";
-  desc.kernels = {{"_Z4bumpPjj", bump, {8, 4}}, {"_Z4markPjj", mark, {8, 4}}};
+  desc.kernels = {
+      {"_Z4bumpPjj", bump, {8, 4}}, {"_Z4markPjj", mark, {8, 4}}, {"_Z5stampPj", stamp, {8}}};
   desc.globals = {{"launch_count", sizeof(uint32_t), {}}};
   const hostrt::Module module = check(hostrt::load_module(desc), "load_module");
   const hostrt::Kernel k_bump = check(hostrt::get_kernel(module, "_Z4bumpPjj"), "bump");
   const hostrt::Kernel k_mark = check(hostrt::get_kernel(module, "_Z4markPjj"), "mark");
+  const hostrt::Kernel k_stamp = check(hostrt::get_kernel(module, "_Z5stampPj"), "stamp");
   g_launch_count =
       static_cast<uint32_t*>(check(hostrt::get_global(module, "launch_count"), "global"));
   auto* x = static_cast<uint32_t*>(check(hostrt::malloc(kN * sizeof(uint32_t)), "malloc x"));
   check(hostrt::memset(x, 0, kN * sizeof(uint32_t)), "clear x");
   auto* y = static_cast<uint32_t*>(check(hostrt::malloc(kN * sizeof(uint32_t)), "malloc y"));
   check(hostrt::memset(y, 0, kN * sizeof(uint32_t)), "clear y");
+  auto* z = static_cast<uint32_t*>(check(hostrt::malloc(sizeof(uint32_t)), "malloc z"));
   const hostrt::Stream stream = check(hostrt::stream_create(), "stream");
 
   std::printf("cli-test-app: %u launches of bump\n", launches);
@@ -192,6 +209,7 @@ int main(int argc, char** argv) {
     } else {
       check(hostrt::launch_args(k_bump, {kN / kBlock}, {kBlock}, stream, x, kN), "launch bump");
     }
+    if (stamps) check(hostrt::launch_args(k_stamp, {1}, {32}, stream, z), "launch stamp");
     if (l == nvtx_to) hostrt::nvtx_range_pop();
     if (l == profiler_to) hostrt::profiler_stop();
     if (sync_every != 0 && l % sync_every == 0) {
@@ -242,6 +260,7 @@ int main(int argc, char** argv) {
   check(hostrt::stream_destroy(stream), "destroy stream");
   check(hostrt::free(x), "free x");
   check(hostrt::free(y), "free y");
+  check(hostrt::free(z), "free z");
   if (failures != 0) {
     std::printf("cli-test-app: FAILED\n");
     return 1;

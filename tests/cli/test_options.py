@@ -285,9 +285,9 @@ class Summary(e2e.KreplayTestCase):
             return re.split(r"\s{2,}", line[len(e2e.TAG):].strip())
 
         header = cells(lines[head[0] + 1])
-        self.assertEqual(header[:7], ["Time(%)", "Total", "Avg", "Min", "Max", "Launches",
-                                      "Passes"])
-        self.assertEqual(header[7:9], ["threads_launched", "ops"])
+        self.assertEqual(header[:8], ["Time(%)", "Total", "Avg", "Min", "Max", "Launches",
+                                      "Passes", "Spread"])
+        self.assertEqual(header[8:10], ["threads_launched", "ops"])
         self.assertEqual(header[-1], "Kernel")
         table = {}
         for line in lines[head[0] + 2:head[0] + 4]:
@@ -297,9 +297,11 @@ class Summary(e2e.KreplayTestCase):
         self.assertEqual(sorted(table), ["scale_add", "sum_reduce"], str(r))
         self.assertEqual(table["scale_add"][5:7], ["6", "12"])   # launches, passes
         self.assertEqual(table["sum_reduce"][5:7], ["4", "8"])
-        self.assertEqual(table["scale_add"][7], str(THREADS["scale_add"]))
-        self.assertEqual(table["sum_reduce"][7], str(THREADS["sum_reduce"]))
-        self.assertEqual(table["scale_add"][8], "2000")  # 2 operations per element, n = 1000
+        for k in table:  # two timed passes a launch: the largest spread of their durations
+            self.assertRegex(table[k][7], r"^\d+\.\d%$")
+        self.assertEqual(table["scale_add"][8], str(THREADS["scale_add"]))
+        self.assertEqual(table["sum_reduce"][8], str(THREADS["sum_reduce"]))
+        self.assertEqual(table["scale_add"][9], "2000")  # 2 operations per element, n = 1000
         shares = [float(table[k][0].rstrip("%")) for k in table]
         self.assertAlmostEqual(sum(shares), 100.0, delta=0.2)
         totals = [l for l in lines if "Totals:" in l]
@@ -380,6 +382,35 @@ class CacheAndClockControl(e2e.KreplayTestCase):
         self.assertEqual(on.get("check_divergence"), "true")
         # the sample application's kernels are deterministic: no launch is said to diverge
         self.assertFalse(any("left different memory" in l for l in r.kreplay_lines), str(r))
+
+    def test_a_diverging_launch_is_flagged_in_every_output_and_the_summary(self):
+        # stamp(z) writes a number that grows with each execution: its two passes differ
+        r = self.kreplay_ok("--pmc", "threads_launched", "--pmc", "ops", "--check-divergence",
+                            "--summary", "--output-format", "sqlite,csv,json", "-d", "div",
+                            "--", e2e.TEST_APP, "--launches", "3", "--stamp")
+        self.assertIn("cli-test-app: OK", r.stdout, str(r))
+        out = os.path.join(self.tmp, "div")
+        db = self.db_of(r, out)
+        diverged = e2e.rows(db, "SELECT kernel_name, passes_executed, diverged_passes "
+                                "FROM diverged_dispatches")
+        self.assertEqual([(d["kernel_name"], d["passes_executed"], d["diverged_passes"])
+                          for d in diverged], [("stamp(unsigned int*)", 2, 1)] * 3, str(r))
+        checked = e2e.rows(db, "SELECT COUNT(*) AS n FROM dispatches WHERE divergence_checked = 1")
+        self.assertEqual(checked[0]["n"], 6)  # bump and stamp, 3 each
+        wide = e2e.read_csv(self.one_file(out, "*_counter_collection_wide.csv", r))
+        by_kernel = {}
+        for row in wide:
+            by_kernel.setdefault(row["Kernel_Name"], set()).add(row["Diverged_Passes"])
+        self.assertEqual(by_kernel, {"stamp(unsigned int*)": {"1"},
+                                     "bump(unsigned int*, unsigned int)": {"0"}}, str(wide))
+        with open(self.one_file(out, "*_results.json", r)) as f:
+            doc = json.load(f)
+        flags = sorted((d["divergence_checked"], d["diverged_passes"]) for d in doc["dispatches"])
+        self.assertEqual(flags, [(True, 0)] * 3 + [(True, 1)] * 3)
+        line = [l for l in r.kreplay_lines if "Diverged:" in l]
+        self.assertEqual(len(line), 1, str(r))
+        self.assertIn("3 launch(es) whose passes left different memory", line[0])
+        self.assertIn("stamp(unsigned int*) (3 of 3)", line[0])
 
     def test_clock_control_other_than_none_is_refused_in_one_line(self):
         r = self.kreplay("--clock-control", "base", "--", e2e.SAMPLE_APP)
