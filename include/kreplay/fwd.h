@@ -152,6 +152,9 @@ typedef enum kreplay_decline_reason_t {
   KREPLAY_DECLINE_REASON_WAITS_FOR_HOST,      ///< the kernel reads mapped host memory and did not
                                               ///< finish while its thread was held: it may be
                                               ///< waiting for the host (or earlier work is)
+  KREPLAY_DECLINE_REASON_PEER_MEMORY,         ///< an argument points into memory of another
+                                              ///< device (peer memory), which the launch's
+                                              ///< device cannot save and restore
   KREPLAY_DECLINE_REASON_LAST,
 } kreplay_decline_reason_t;
 

@@ -61,6 +61,7 @@ const char* reason_text(kreplay_decline_reason_t r) {
     case KREPLAY_DECLINE_REASON_GRAPH_MEMORY:
       return "graph with memory nodes (as a whole), or one that frees memory it did not allocate";
     case KREPLAY_DECLINE_REASON_WAITS_FOR_HOST: return "the kernel may wait for the host";
+    case KREPLAY_DECLINE_REASON_PEER_MEMORY: return "an argument points into another device's memory";
     default: return "unknown";
   }
 }
@@ -192,6 +193,9 @@ DispatchState* Engine::enter(device::Launch& launch) {
                      inventory_.args_point_into(li.agent.handle, li.arg_bytes,
                                                 KREPLAY_MEMORY_KIND_HOST_MAPPED);
   st->known_host_waiter = st->host_visible && is_host_waiting_kernel(li.kernel_id);
+  st->peer_agent = st->slot != nullptr && !li.arg_bytes.empty()
+                       ? inventory_.peer_agent(li.agent.handle, li.arg_bytes)
+                       : 0;
 
   if (st->slot && !st->reentrant && hooks_.range_configured()) {
     range_enter(*st);
@@ -251,6 +255,13 @@ DispatchState* Engine::enter(device::Launch& launch) {
                  "heap, and a second pass would allocate or free its objects again; they run once",
                  info.kernel_name ? info.kernel_name : "?");
     decline(*st, KREPLAY_DECLINE_REASON_DEVICE_HEAP);
+  } else if (st->peer_agent != 0) {
+    KR_WARN_ONCE("peer-memory",
+                 "kernels whose arguments point into another device's memory (peer memory; "
+                 "first: {}) are not replayed: a snapshot of their own device would not restore "
+                 "it; they run once",
+                 info.kernel_name ? info.kernel_name : "?");
+    decline(*st, KREPLAY_DECLINE_REASON_PEER_MEMORY);
   } else if (info.flags & KREPLAY_DISPATCH_FLAG_COLLECTIVE) {
     KR_WARN_ONCE("collective",
                  "collective communication kernels ({}) are not replayed: the other ranks would "

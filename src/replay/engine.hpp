@@ -133,6 +133,9 @@ struct DispatchState {
   /// declined at once, and held as a host waiter while it runs.
   bool known_host_waiter = false;
   bool probe = false;
+  /// The agent of another device whose memory the launch's arguments point into (0: none): the
+  /// launch's snapshot could not restore it, so it is not replayed (PEER_MEMORY).
+  uint64_t peer_agent = 0;
   /// Whether completing this launch may depend on the host (host_visible or behind_host_waiter).
   bool may_wait_for_host() const { return host_visible || behind_host_waiter; }
 

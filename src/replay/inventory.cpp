@@ -6,6 +6,22 @@
 
 namespace kreplay::replay {
 
+namespace {
+
+/// Calls @p fn(word) for every non-zero 8-byte-aligned word of @p args until it returns true;
+/// returns whether one did.
+template <typename Fn>
+bool for_each_word(std::span<const std::byte> args, Fn&& fn) {
+  for (size_t off = 0; off + sizeof(uint64_t) <= args.size(); off += sizeof(uint64_t)) {
+    uint64_t word = 0;
+    std::memcpy(&word, args.data() + off, sizeof(word));
+    if (word != 0 && fn(word)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 uint64_t MemoryInventory::add(uint64_t agent, uint64_t base, uint64_t size,
                               kreplay_memory_kind_t kind) {
   std::unique_lock lock(mu_);
@@ -86,12 +102,10 @@ std::vector<Region> MemoryInventory::regions_for_args(uint64_t agent,
   if (ait == agents_.end()) return out;
   const auto& s = ait->second;
   std::set<uint64_t> ids;
-  for (size_t off = 0; off + sizeof(uint64_t) <= args.size(); off += sizeof(uint64_t)) {
-    uint64_t word = 0;
-    std::memcpy(&word, args.data() + off, sizeof(word));
-    if (word == 0) continue;
+  for_each_word(args, [&](uint64_t word) {
     if (const Region* r = lookup_locked(s, word)) ids.insert(r->id);
-  }
+    return false;
+  });
   for (const auto& [id, r] : s.regions) {
     if (r.kind == KREPLAY_MEMORY_KIND_MODULE_GLOBAL) ids.insert(id);
   }
@@ -105,15 +119,26 @@ bool MemoryInventory::args_point_into(uint64_t agent, std::span<const std::byte>
   std::shared_lock lock(mu_);
   auto ait = agents_.find(agent);
   if (ait == agents_.end()) return false;
-  for (size_t off = 0; off + sizeof(uint64_t) <= args.size(); off += sizeof(uint64_t)) {
-    uint64_t word = 0;
-    std::memcpy(&word, args.data() + off, sizeof(word));
-    if (word == 0) continue;
-    if (const Region* r = lookup_locked(ait->second, word); r != nullptr && r->kind == kind) {
-      return true;
+  return for_each_word(args, [&](uint64_t word) {
+    const Region* r = lookup_locked(ait->second, word);
+    return r != nullptr && r->kind == kind;
+  });
+}
+
+uint64_t MemoryInventory::peer_agent(uint64_t agent, std::span<const std::byte> args) const {
+  std::shared_lock lock(mu_);
+  if (agents_.size() < 2) return 0;
+  uint64_t peer = 0;
+  for_each_word(args, [&](uint64_t word) {
+    for (const auto& [other, s] : agents_) {
+      if (other != agent && lookup_locked(s, word) != nullptr) {
+        peer = other;
+        return true;
+      }
     }
-  }
-  return false;
+    return false;
+  });
+  return peer;
 }
 
 bool MemoryInventory::find(uint64_t agent, uint64_t address, Region* out) const {

@@ -52,6 +52,10 @@ class MemoryInventory {
   bool args_point_into(uint64_t agent, std::span<const std::byte> args,
                        kreplay_memory_kind_t kind) const;
 
+  /// Another agent one of whose regions some 8-byte-aligned word of @p args points into (peer
+  /// memory: a snapshot of @p agent would not save it), or 0.
+  uint64_t peer_agent(uint64_t agent, std::span<const std::byte> args) const;
+
   /// The region containing @p address (through base or alias), if any.
   bool find(uint64_t agent, uint64_t address, Region* out) const;
 

@@ -136,7 +136,7 @@ void Engine::range_enter(DispatchState& st) {
       // (A graph's kernel node, run node by node, carries the GRAPH flag but joins ranges.)
       why = KREPLAY_RANGE_CLOSE_GRAPH;
     } else if ((st.info.flags & (KREPLAY_DISPATCH_FLAG_COLLECTIVE | KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) ||
-               st.host_visible) {
+               st.host_visible || st.peer_agent != 0) {
       why = KREPLAY_RANGE_CLOSE_OTHER;
     } else if (!st.launch->recordable()) {
       why = KREPLAY_RANGE_CLOSE_OTHER;
@@ -150,7 +150,7 @@ void Engine::range_enter(DispatchState& st) {
   const bool can_join = (st.info.flags & (KREPLAY_DISPATCH_FLAG_CAPTURED |
                                           KREPLAY_DISPATCH_FLAG_COLLECTIVE |
                                           KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) == 0 &&
-                        st.launch->recordable() && range_markers_allow();
+                        st.peer_agent == 0 && st.launch->recordable() && range_markers_allow();
   if (!slot.range && can_join) {
     // A launch that reads mapped host memory may wait for the host: it is a range of its own whose
     // own run is not counted and is waited for only briefly.

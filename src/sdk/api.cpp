@@ -174,6 +174,7 @@ const char* kreplay_get_decline_reason_name(kreplay_decline_reason_t reason) {
     case KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH: return "graph_device_launch";
     case KREPLAY_DECLINE_REASON_GRAPH_MEMORY: return "graph_memory";
     case KREPLAY_DECLINE_REASON_WAITS_FOR_HOST: return "waits_for_host";
+    case KREPLAY_DECLINE_REASON_PEER_MEMORY: return "peer_memory";
     default: return nullptr;
   }
 }

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "common/env.hpp"
 #include "common/util.hpp"
 #include "sdk/runtime.hpp"
 
@@ -309,6 +310,7 @@ void init_runtime() {
   std::call_once(once, [] {
     ASSERT_EQ(kreplay_force_configure(&test_configure), KREPLAY_STATUS_SUCCESS);
     hostrt::Config c;
+    c.device_count = static_cast<int>(env::get_int("KREPLAY_HOST_DEVICES", 1));
     c.memory_bytes = 64ull << 20;
     c.pinned_bytes = 48ull << 20;
     ASSERT_TRUE(hostrt::init(c).ok());

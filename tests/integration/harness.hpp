@@ -86,7 +86,8 @@ struct ToolState {
 
 ToolState& tool();
 
-/// Initializes the host runtime (64 MiB device memory, 48 MiB pinned) with the test tool.
+/// Initializes the host runtime (64 MiB device memory, 48 MiB pinned; KREPLAY_HOST_DEVICES
+/// devices, 1 when unset) with the test tool.
 void init_runtime();
 
 /// A module with self-checking kernels.

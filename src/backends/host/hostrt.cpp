@@ -172,12 +172,41 @@ Result<void*> allocate(size_t bytes, int device, bool tracked,
   return p;
 }
 
-int device_of(const void* p) {
+/// The device whose allocation holds @p p, or -1 (host memory).
+int owner_of(const void* p) {
   std::shared_lock lock(rt().mu_);
   auto it = rt().allocations_.upper_bound(reinterpret_cast<uintptr_t>(p));
-  if (it == rt().allocations_.begin()) return 0;
+  if (it == rt().allocations_.begin()) return -1;
   --it;
-  return reinterpret_cast<uintptr_t>(p) < it->first + it->second.size ? it->second.device : 0;
+  return reinterpret_cast<uintptr_t>(p) < it->first + it->second.size ? it->second.device : -1;
+}
+
+int device_of(const void* p) { return std::max(owner_of(p), 0); }
+
+/// The devices a copy between @p dst and @p src involves: dst's (device 0 for host memory), and
+/// src's when it is another device's allocation (a peer copy), in ascending order. A peer copy
+/// is ordered after the work of both devices, like cudaMemcpyPeer.
+std::vector<HostDevice*> copy_devices(const void* dst, const void* src, int stream_device = -1) {
+  std::vector<int> ids{stream_device >= 0 ? stream_device : device_of(dst)};
+  for (int d : {owner_of(dst), src != nullptr ? owner_of(src) : -1}) {
+    if (d >= 0 && d != ids.front()) ids.push_back(d);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<HostDevice*> devs;
+  for (int d : ids) devs.push_back(rt().device(d));
+  return devs;
+}
+
+/// Guards the memory of every device in @p devs (in their order, so two copies cannot deadlock)
+/// and, with @p drain, waits for their work.
+Status guard_and_drain(const std::vector<HostDevice*>& devs,
+                       std::vector<replay::Engine::MemoryGuard>* guards, bool drain) {
+  for (HostDevice* dev : devs) guards->push_back(sdk::Runtime::get().engine().guard_memory(dev->agent));
+  if (drain) {
+    for (HostDevice* dev : devs) RETURN_IF_ERROR(dev->drain(UINT32_MAX));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -222,9 +251,8 @@ Status free(void* ptr) {
 
 Status memcpy(void* dst, const void* src, size_t bytes) {
   RETURN_IF_ERROR(rt().ensure());
-  HostDevice* dev = rt().device(device_of(dst));
-  auto guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
-  RETURN_IF_ERROR(dev->drain(UINT32_MAX));
+  std::vector<replay::Engine::MemoryGuard> guards;
+  RETURN_IF_ERROR(guard_and_drain(copy_devices(dst, src), &guards, true));
   std::memcpy(dst, src, bytes);
   return Status::Ok();
 }
@@ -242,8 +270,13 @@ Status memcpy_async(void* dst, const void* src, size_t bytes, Stream stream) {
   RETURN_IF_ERROR(rt().ensure());
   auto s = rt().stream(stream);
   if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
-  auto guard = sdk::Runtime::get().engine().guard_memory(rt().device(s->device())->agent);
+  std::vector<replay::Engine::MemoryGuard> guards;
+  const auto devs = copy_devices(dst, src, s->device());
+  RETURN_IF_ERROR(guard_and_drain(devs, &guards, devs.size() > 1));
   s->enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
+  // A peer copy runs on this stream's worker but reads or writes another device's memory, whose
+  // windows do not drain this stream: it completes before the guards are let go.
+  if (devs.size() > 1) s->wait_idle(UINT32_MAX);
   return Status::Ok();
 }
 

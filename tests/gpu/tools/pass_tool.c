@@ -113,6 +113,7 @@ static const char* decline_reason_name(kreplay_decline_reason_t r) {
     case KREPLAY_DECLINE_REASON_GRAPH_DEVICE_LAUNCH: return "GRAPH_DEVICE_LAUNCH";
     case KREPLAY_DECLINE_REASON_GRAPH_MEMORY: return "GRAPH_MEMORY";
     case KREPLAY_DECLINE_REASON_WAITS_FOR_HOST: return "WAITS_FOR_HOST";
+    case KREPLAY_DECLINE_REASON_PEER_MEMORY: return "PEER_MEMORY";
     case KREPLAY_DECLINE_REASON_LAST: break;
   }
   return "UNKNOWN";
