@@ -70,7 +70,13 @@ CREATE TABLE run (
   not_selected       INTEGER,        -- filtered out at CONFIG
   passes             INTEGER,        -- executed passes, all dispatches
   declined_by_reason TEXT,           -- JSON object: reason -> count
-  counter_passes_lost INTEGER        -- passes whose counters could not be read
+  counter_passes_lost INTEGER,       -- passes whose counters could not be read
+  -- Many GPUs and ranks: added without a version change (older databases lack them).
+  rank               INTEGER DEFAULT NULL,  -- MPI/torchrun rank (RANK, OMPI_COMM_WORLD_RANK,
+                                            -- PMI_RANK, SLURM_PROCID, ...); NULL: none known
+  local_rank         INTEGER DEFAULT NULL,  -- rank within the node (LOCAL_RANK, ...)
+  devices_used       TEXT DEFAULT NULL      -- JSON array: device_index of every device that ran
+                                            -- a launch (set at the end of the run)
 );
 
 CREATE TABLE devices (

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <set>
 #include <sstream>
 
 #include "cli/filter.hpp"
@@ -32,6 +33,7 @@ struct Raw {
       clock_control;
   bool beta = false;
   std::string include, exclude, kernel_name, iteration_range, launch_skip, launch_count;
+  std::string ranks;
   std::string output_directory, output_file;
   std::vector<std::string> output_format;
   bool kernel_trace = false, summary = false, gzip = false, check_divergence = false;
@@ -233,6 +235,12 @@ void add_options(CLI::App& app, Raw& r) {
   app.add_option("--launch-count", r.launch_count, "Then profile at most N launches")
       ->type_name("N")
       ->group(select);
+  app.add_option("--ranks", r.ranks,
+                 "Profile only these ranks of an MPI or torchrun job, e.g. 0,3 or 0-3 (the rank "
+                 "from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, ...); the other ranks "
+                 "run without profiling")
+      ->type_name("LIST")
+      ->group(select);
 
   const char* output = "Output";
   app.add_option("-d,--output-directory", r.output_directory,
@@ -315,6 +323,36 @@ Result<uint64_t> parse_count(std::string_view flag, const std::string& text, uin
         fmt::format("{}: must be at least {}; leave it out for no limit", flag, minimum));
   }
   return value;
+}
+
+// "--ranks 0,3,5-7" -> {0, 3, 5, 6, 7}, sorted, without repeats.
+Result<std::vector<int64_t>> parse_ranks(const std::string& text) {
+  auto bad = [&](std::string_view item) {
+    return InvalidArgument(fmt::format("--ranks: \"{}\" is not a rank; give ranks as non-negative "
+                                       "integers and ranges, e.g. --ranks 0,3 or --ranks 0-3",
+                                       printable(item)));
+  };
+  auto number = [](std::string_view s, int64_t* v) {
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+    return !s.empty() && ec == std::errc() && ptr == s.data() + s.size() && *v >= 0;
+  };
+  std::set<int64_t> ranks;
+  const std::vector<std::string> items = split_list(text);
+  if (items.empty()) return bad(text);
+  for (const std::string& item : items) {
+    size_t dash = item.find('-', 1);
+    int64_t first = 0, last = 0;
+    if (dash == std::string::npos) {
+      if (!number(item, &first)) return bad(item);
+      last = first;
+    } else if (!number(std::string_view(item).substr(0, dash), &first) ||
+               !number(std::string_view(item).substr(dash + 1), &last) || last < first ||
+               last - first > 1000000) {
+      return bad(item);
+    }
+    for (int64_t r = first; r <= last; ++r) ranks.insert(r);
+  }
+  return std::vector<int64_t>(ranks.begin(), ranks.end());
 }
 
 // CLI11's own errors, reworded where they are terse.
@@ -497,6 +535,9 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
   }
   if (given("--launch-count")) {
     ASSIGN_OR_RETURN(s.launch_count, parse_count("--launch-count", r.launch_count, 1));
+  }
+  if (given("--ranks")) {
+    ASSIGN_OR_RETURN(o.ranks, parse_ranks(r.ranks));
   }
 
   // Output.

@@ -28,6 +28,8 @@ struct CliOptions {
   ServiceOptions services;
   /// --kernel-replay-beta-enabled was given (accepted and ignored, as rocprofv3 requires it).
   bool kernel_replay_beta_enabled = false;
+  /// --ranks 0,3: profile only these ranks of an MPI or torchrun job (ToolConfig::ranks).
+  std::vector<int64_t> ranks;
 
   bool list_avail = false;             ///< --list-avail: list counters and exit
   bool list_sets = false;              ///< --list-sets: list the sets of sections and exit

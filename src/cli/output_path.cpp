@@ -163,14 +163,28 @@ ExpansionContext ExpansionContext::current() {
   return context;
 }
 
-std::optional<int64_t> mpi_rank(const ExpansionContext& context) {
+namespace {
+
+template <size_t N>
+std::optional<int64_t> first_rank(const ExpansionContext& context,
+                                  const std::array<const char*, N>& variables) {
   if (!context.getenv) return std::nullopt;
-  for (const char* name : kRankVariables) {
+  for (const char* name : variables) {
     auto value = context.getenv(name);
     int64_t rank = 0;
     if (value && parse_rank(*value, &rank)) return rank;
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int64_t> mpi_rank(const ExpansionContext& context) {
+  return first_rank(context, kRankVariables);
+}
+
+std::optional<int64_t> local_rank(const ExpansionContext& context) {
+  return first_rank(context, kLocalRankVariables);
 }
 
 Result<std::string> expand_output_template(std::string_view text, const ExpansionContext& context) {
@@ -230,7 +244,10 @@ bool template_is_per_process(std::string_view text) {
 }
 
 Result<std::string> output_base_path(const OutputOptions& output, const ExpansionContext& context) {
-  ASSIGN_OR_RETURN(std::string file, expand_output_template(output.file, context));
+  const bool by_rank =
+      !output.file_from_user && output.file == kDefaultOutputFile && mpi_rank(context).has_value();
+  ASSIGN_OR_RETURN(std::string file,
+                   expand_output_template(by_rank ? kDefaultRankOutputFile : output.file, context));
   if (file.empty()) {
     return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
                  "the output file name is empty; give -o a name such as %hostname%/%pid%");

@@ -33,10 +33,22 @@ namespace kreplay::cli {
 
 /// Environment variables that give the MPI rank, in the order they are consulted; the first that
 /// holds a non-negative integer wins. KREPLAY_RANK lets the user override the others; Open MPI's
-/// variable comes before SLURM_PROCID because mpirun inside a Slurm allocation sets both.
-inline constexpr std::array<const char*, 9> kRankVariables = {
+/// variable comes before SLURM_PROCID because mpirun inside a Slurm allocation sets both, and so
+/// does torchrun's RANK (torchrun in a Slurm job: SLURM_PROCID numbers the torchrun, not the
+/// worker).
+inline constexpr std::array<const char*, 10> kRankVariables = {
     "KREPLAY_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
-    "PALS_RANKID",  "FLUX_TASK_RANK",       "SLURM_PROCID",        "MPI_RANK"};
+    "PALS_RANKID",  "FLUX_TASK_RANK",       "RANK",                "SLURM_PROCID", "MPI_RANK"};
+
+/// The same for the rank within the node (torchrun's LOCAL_RANK, Open MPI, MVAPICH, MPICH, PALS,
+/// Slurm): recorded in the run table.
+inline constexpr std::array<const char*, 6> kLocalRankVariables = {
+    "LOCAL_RANK",      "OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
+    "MPI_LOCALRANKID", "PALS_LOCAL_RANKID",          "SLURM_LOCALID"};
+
+/// The default -o, and the default when a rank is known (mpi_rank()): "<host>/<rank>_results.db".
+inline constexpr const char* kDefaultOutputFile = "%hostname%/%pid%";
+inline constexpr const char* kDefaultRankOutputFile = "%hostname%/%rank%";
 
 /// What templates expand from. current() reads the calling process; tests build their own.
 struct ExpansionContext {
@@ -51,6 +63,8 @@ struct ExpansionContext {
 
 /// The MPI rank from kRankVariables, or nullopt when none holds a non-negative integer.
 std::optional<int64_t> mpi_rank(const ExpansionContext& context);
+/// The rank within the node from kLocalRankVariables, or nullopt.
+std::optional<int64_t> local_rank(const ExpansionContext& context);
 
 /// Expand @p text. Errors (one line): an unknown "%name%", a '%' that starts no token, an
 /// unterminated %q{ or %env{, or an environment variable that is not set.
@@ -63,7 +77,8 @@ Status validate_output_template(std::string_view text);
 bool template_is_per_process(std::string_view text);
 
 /// "<directory>/<file>", both expanded: the base that writers append "_results.db" and the like
-/// to. An absolute file template ignores the directory.
+/// to. An absolute file template ignores the directory. With the default file (no -o) and a rank
+/// known, the file is kDefaultRankOutputFile.
 Result<std::string> output_base_path(const OutputOptions& output, const ExpansionContext& context);
 
 /// Claim @p base for this process by creating "<base><first_suffix>" exclusively (O_EXCL), with

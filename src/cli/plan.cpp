@@ -591,6 +591,7 @@ Result<RunPlan> make_run_plan(const CliOptions& options, const InputFile* input)
       Status st = validate_output_template(*name);
       if (!st.ok()) return InvalidArgument(fmt::format("{}: {}", c.origin, st.message()));
     }
+    c.ranks = options.ranks;
     c.app_pass = static_cast<uint32_t>(k + 1);
     c.app_pass_count = static_cast<uint32_t>(total);
     if (total > 1) {

@@ -193,6 +193,7 @@ void to_json(json& j, const ToolConfig& c) {
            {"graph_profiling", std::string(to_string(c.graph_profiling))},
            {"cache_control", std::string(to_string(c.cache_control))},
            {"check_divergence", c.check_divergence},
+           {"ranks", c.ranks},
            {"log_level", c.log_level},
            {"app_pass", c.app_pass},
            {"app_pass_count", c.app_pass_count},
@@ -254,6 +255,7 @@ void from_json(const json& j, ToolConfig& c) {
   if (j.contains("section_metrics")) j.at("section_metrics").get_to(out.section_metrics);
   if (j.contains("sections_label")) j.at("sections_label").get_to(out.sections_label);
   if (j.contains("sections_default")) j.at("sections_default").get_to(out.sections_default);
+  if (j.contains("ranks")) j.at("ranks").get_to(out.ranks);
   c = std::move(out);
 }
 

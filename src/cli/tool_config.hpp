@@ -152,7 +152,9 @@ struct RotationSpec {
 /// tool expands in the application's process, so %pid% names the application.
 struct OutputOptions {
   std::string directory = ".";            ///< -d; application replay appends /pass_<k>
-  std::string file = "%hostname%/%pid%";  ///< -o; writers append "_results.db" and the like
+  /// -o; writers append "_results.db" and the like. The default (kDefaultOutputFile in
+  /// output_path.hpp) becomes "%hostname%/%rank%" when a rank is known.
+  std::string file = "%hostname%/%pid%";
   bool file_from_user = false;            ///< -o was given: see claim_output_base()
   std::vector<OutputFormat> formats = {OutputFormat::kSqlite};
   bool kernel_trace = false;  ///< write one record per kernel execution
@@ -191,6 +193,9 @@ struct ToolConfig {
   GraphProfiling graph_profiling = GraphProfiling::kNode;
   CacheControl cache_control = CacheControl::kAll;
   bool check_divergence = false;  ///< --check-divergence
+  /// --ranks: profile only the processes of these ranks (output_path.hpp, mpi_rank()); the others
+  /// run without profiling. Empty: every process.
+  std::vector<int64_t> ranks;
   /// One of kLogLevelNames or 0-4; "" when the user gave none, so the tool keeps
   /// KREPLAY_LOG_LEVEL from the environment (or its default).
   std::string log_level;

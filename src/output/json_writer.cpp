@@ -66,7 +66,9 @@ Status JsonWriter::begin(const RunInfo& run) {
                 {"app_pass_count", run.app_pass_count},
                 {"counter_names", run.counter_names},
                 {"environment", environment},
-                {"options", options}};
+                {"options", options},
+                {"rank", run.rank ? ojson(*run.rank) : ojson(nullptr)},
+                {"local_rank", run.local_rank ? ojson(*run.local_rank) : ojson(nullptr)}};
   return write_head(dump(info));
 }
 
@@ -184,7 +186,8 @@ Status JsonWriter::finish(const RunSummary& s) {
                    {"launches", s.launches}, {"replayed", s.replayed},
                    {"declined", s.declined}, {"not_selected", s.not_selected},
                    {"passes", s.passes},     {"declined_by_reason", reasons},
-                   {"counter_passes_lost", s.counter_passes_lost}};
+                   {"counter_passes_lost", s.counter_passes_lost},
+                   {"devices_used", s.devices_used}};
   RETURN_IF_ERROR(out_->write(fmt::format(",\n\"summary\": {}\n}}\n", dump(summary))));
   RETURN_IF_ERROR(out_->close());
   for (auto& part : parts_) {

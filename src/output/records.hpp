@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct RunInfo {
   std::vector<std::string> counter_names;  // every counter the run collects, in request order
   std::map<std::string, std::string> environment;  // KREPLAY_*, CUDA_* and other relevant vars
   std::map<std::string, std::string> options;      // effective options, for the record
+  std::optional<int64_t> rank;        // MPI/torchrun rank from the launcher's environment
+  std::optional<int64_t> local_rank;  // rank within the node (LOCAL_RANK, ...)
 };
 
 struct DeviceRecord {
@@ -160,6 +163,7 @@ struct RunSummary {
   uint64_t passes = 0;        // executed passes, all dispatches
   std::map<std::string, uint64_t> declined_by_reason;
   uint64_t counter_passes_lost = 0;  // passes whose counters could not be read
+  std::vector<uint32_t> devices_used;  // device_index of every device that ran a launch, sorted
 };
 
 }  // namespace kreplay::output

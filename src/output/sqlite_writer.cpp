@@ -82,6 +82,9 @@ int bind_one(sqlite3_stmt* s, int i, double v) {
 int bind_one(sqlite3_stmt* s, int i, const std::string& v) {
   return sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
 }
+int bind_one(sqlite3_stmt* s, int i, const std::optional<int64_t>& v) {
+  return v ? sqlite3_bind_int64(s, i, *v) : sqlite3_bind_null(s, i);
+}
 
 class Db {
  public:
@@ -333,13 +336,14 @@ struct SqliteWriter::Impl {
     ASSIGN_OR_RETURN(run_insert,
                      db.prepare("INSERT INTO run (app_pass, app_pass_count, kreplay_version, "
                                 "command, hostname, pid, replay_mode, counter_names, environment, "
-                                "options, start_ns, start_unix_ns) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+                                "options, start_ns, start_unix_ns, rank, local_rank) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                                "?14)"));
     ASSIGN_OR_RETURN(run_update,
                      db.prepare("UPDATE run SET end_ns = ?2, exit_code = ?3, launches = ?4, "
                                 "replayed = ?5, declined = ?6, not_selected = ?7, passes = ?8, "
-                                "declined_by_reason = ?9, counter_passes_lost = ?10 "
-                                "WHERE app_pass = ?1"));
+                                "declined_by_reason = ?9, counter_passes_lost = ?10, "
+                                "devices_used = ?11 WHERE app_pass = ?1"));
     ASSIGN_OR_RETURN(device_insert,
                      db.prepare("INSERT OR REPLACE INTO devices (app_pass, agent_id, type, "
                                 "device_index, name, chip, uuid, memory_bytes, "
@@ -455,7 +459,8 @@ Status SqliteWriter::begin(const RunInfo& run) {
   RETURN_IF_ERROR(m.db.run(m.run_insert, "run", run.app_pass, run.app_pass_count,
                            run.kreplay_version, dump_json(command), run.hostname, run.pid,
                            run.replay_mode, dump_json(counters), dump_json(environment),
-                           dump_json(options), run.start_ns, run.start_unix_ns));
+                           dump_json(options), run.start_ns, run.start_unix_ns, run.rank,
+                           run.local_rank));
   ASSIGN_OR_RETURN(Stmt meta, m.db.prepare("INSERT OR REPLACE INTO metadata (key, value) "
                                            "VALUES ('kreplay_version', ?1)"));
   RETURN_IF_ERROR(m.db.run(meta, "metadata", run.kreplay_version));
@@ -570,7 +575,8 @@ Status SqliteWriter::finish(const RunSummary& s) {
   RETURN_IF_ERROR(m.open_transaction());
   RETURN_IF_ERROR(m.db.run(m.run_update, "run summary", m.app_pass, s.end_ns, s.exit_code,
                            s.launches, s.replayed, s.declined, s.not_selected, s.passes,
-                           dump_json(reasons), s.counter_passes_lost));
+                           dump_json(reasons), s.counter_passes_lost,
+                           dump_json(ojson(s.devices_used))));
   RETURN_IF_ERROR(m.refresh_views());
   m.finished = true;
   return m.close_cleanly();

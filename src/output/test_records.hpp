@@ -39,6 +39,7 @@ inline RunInfo fixture_run(uint32_t app_pass = 0) {
   run.environment = {{"CUDA_VISIBLE_DEVICES", "0,1"}, {"KREPLAY_LOG_LEVEL", "info"}};
   run.options = {{"output_format", "sqlite,csv,json,perfetto"},
                  {"pmc", "sm__cycles_elapsed.sum dram__bytes_read.sum"}};
+  run.rank = 3;  // local_rank left unknown: both a value and a NULL are in the goldens
   return run;
 }
 
@@ -53,6 +54,7 @@ inline RunSummary fixture_summary() {
   s.passes = 7;
   s.declined_by_reason = {{"snapshot_too_large", 1}};
   s.counter_passes_lost = 1;
+  s.devices_used = {0, 1};
   return s;
 }
 

@@ -265,6 +265,22 @@ Status convert_run(const SqlDb& db, uint32_t app_pass, bool has_seq,
                                     app_pass)));
     if (s.step()) summary.counter_passes_lost = s.u64(0);
   }
+  if (db.has_column("run", "rank")) {  // many GPUs and ranks
+    ASSIGN_OR_RETURN(SqlStmt s, db.prepare(fmt::format(
+                                    "SELECT rank, local_rank, COALESCE(devices_used, '[]') FROM "
+                                    "run WHERE app_pass = {}",
+                                    app_pass)));
+    if (s.step()) {
+      run.rank = s.opt_i64(0);
+      run.local_rank = s.opt_i64(1);
+      json used = json::parse(s.text(2), nullptr, false);
+      if (used.is_array()) {
+        for (const auto& v : used) {
+          if (v.is_number_unsigned()) summary.devices_used.push_back(v.get<uint32_t>());
+        }
+      }
+    }
+  }
   ASSIGN_OR_RETURN(auto writer, output::make_writer(config));
   RETURN_IF_ERROR(writer->begin(run));
 

@@ -166,6 +166,8 @@ class Profiler final : public ServiceHost {
   DivergenceTally divergence_;                           // guarded by mu_
   std::atomic<uint64_t> launches_{0}, replayed_{0}, declined_{0}, not_selected_{0}, passes_{0};
   uint64_t counter_passes_lost_ = 0;  // guarded by mu_
+  std::map<uint64_t, uint32_t> device_index_;  // agent handle -> device_index (set at initialize)
+  std::set<uint32_t> devices_used_;            // devices that ran a launch; guarded by mu_
 
   std::thread progress_;
   std::mutex progress_mu_;
@@ -188,5 +190,12 @@ void counting_cb(const kreplay_dispatch_counting_data_t* d, kreplay_counter_conf
 void record_cb(const kreplay_dispatch_counting_data_t* d, const kreplay_counter_record_t* r,
                size_t n, kreplay_user_data_t, void*);
 void trace_cb(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void*);
+
+/// Tell the kreplay command that the tool started in this process (it warns when none did).
+void note_tool_started();
+/// --ranks: whether this process's rank is profiled. A rank that is not says nothing, except the
+/// lowest such rank, which says in one line which ranks are; a process with no rank is profiled
+/// (with a warning).
+bool rank_selected(const cli::ToolConfig& config);
 
 }  // namespace kreplay::tool

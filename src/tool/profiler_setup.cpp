@@ -19,13 +19,7 @@ std::string agent_type(kreplay_agent_type_t t) {
 }
 
 int Profiler::initialize() {
-  // Tell the kreplay command that the tool started in this process (it warns when none did).
-  if (const char* status = std::getenv("KREPLAY_TOOL_STATUS_FILE"); status && *status) {  // NOLINT
-    if (std::FILE* f = std::fopen(status, "a")) {
-      std::fprintf(f, "%d\n", static_cast<int>(getpid()));
-      std::fclose(f);
-    }
-  }
+  note_tool_started();
   start_ns_ = now_ns();
   if (log::level() == log::Level::kWarning) {
     log::Level l;
@@ -54,6 +48,8 @@ int Profiler::initialize() {
   run.command = config.command;
   run.hostname = ctx.hostname;
   run.pid = static_cast<uint64_t>(ctx.pid);
+  run.rank = cli::mpi_rank(ctx);
+  run.local_rank = cli::local_rank(ctx);
   run.start_ns = start_ns_;
   run.start_unix_ns = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                std::chrono::system_clock::now().time_since_epoch())
@@ -175,6 +171,7 @@ int Profiler::initialize() {
       d.multiprocessor_count = a.multiprocessor_count;
       d.cc_major = a.compute_capability_major;
       d.cc_minor = a.compute_capability_minor;
+      device_index_[a.id.handle] = a.device_index;
       if (s.ok()) s = writer_->device(d);
     }
     if (!s.ok()) KR_ERROR("{}", s.message());

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "cli/output_path.hpp"
@@ -230,6 +231,8 @@ void Profiler::finish_dispatch_locked(uint64_t id) {
   auto it = dispatches_.find(id);
   if (it == dispatches_.end()) return;
   if (it->second.record_ready) {
+    if (auto dev = device_index_.find(it->second.record.agent_id); dev != device_index_.end())
+      devices_used_.insert(dev->second);
     if (Status s = writer_->dispatch(it->second.record); !s.ok()) KR_WARN("{}", s.message());
   }
   dispatches_.erase(it);
@@ -489,6 +492,7 @@ void Profiler::finalize(bool from_signal) {
   sum.passes = passes_.load();
   sum.declined_by_reason = declined_by_reason_;
   sum.counter_passes_lost = counter_passes_lost_;
+  sum.devices_used.assign(devices_used_.begin(), devices_used_.end());
   sum.exit_code = from_signal ? -1 : 0;
   if (Status s = writer_->finish(sum); !s.ok()) KR_ERROR("{}", s.message());
 
@@ -527,6 +531,43 @@ int tool_init(kreplay_client_finalize_t, void*) {
 }
 void tool_fini(void*) { Profiler::get().finalize(false); }
 
+void note_tool_started() {
+  if (const char* status = std::getenv("KREPLAY_TOOL_STATUS_FILE"); status && *status) {  // NOLINT
+    if (std::FILE* f = std::fopen(status, "a")) {
+      std::fprintf(f, "%d\n", static_cast<int>(getpid()));
+      std::fclose(f);
+    }
+  }
+}
+
+bool rank_selected(const cli::ToolConfig& config) {
+  if (config.ranks.empty()) return true;
+  const auto& ranks = config.ranks;
+  std::string list;
+  for (int64_t r : ranks) {
+    if (!list.empty()) list += ',';
+    list += std::to_string(r);
+  }
+  auto rank = cli::mpi_rank(cli::ExpansionContext::current());
+  if (!rank) {
+    KR_WARN("--ranks {}: this process has no rank in its environment (RANK, "
+            "OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, ...); it is profiled",
+            list);
+    return true;
+  }
+  if (std::binary_search(ranks.begin(), ranks.end(), *rank)) return true;
+  // One line for the whole job: said by the lowest rank that is not profiled.
+  int64_t lowest = 0;
+  while (std::binary_search(ranks.begin(), ranks.end(), lowest)) ++lowest;
+  if (*rank == lowest) {
+    KR_NOTICE("--ranks {}: only rank{} {} {} profiled; the other ranks run without profiling",
+              list, ranks.size() > 1 ? "s" : "", list, ranks.size() > 1 ? "are" : "is");
+  }
+  // The command warns when no process started the tool: this one did, and chose not to profile.
+  note_tool_started();
+  return false;
+}
+
 }  // namespace kreplay::tool
 
 extern "C" __attribute__((visibility("default"))) kreplay_tool_configure_result_t* kreplay_configure(
@@ -538,6 +579,7 @@ extern "C" __attribute__((visibility("default"))) kreplay_tool_configure_result_
       KR_ERROR("kreplay tool: {}", cfg.status().message());
     return nullptr;  // not run by the kreplay command, or a broken config: do not load
   }
+  if (!kreplay::tool::rank_selected(*cfg)) return nullptr;  // --ranks: this rank runs unprofiled
   Profiler::get().config = std::move(cfg).value();
   id->name = "kreplay";
   static kreplay_tool_configure_result_t result{sizeof(result), &kreplay::tool::tool_init,

@@ -5,7 +5,7 @@
 //   kreplay-cli-test-app [--launches N] [--sleep-ms MS] [--exit-code C]
 //                        [--die term|segv|abort|kill --after K] [--untracked-from K]
 //                        [--two-kernels] [--sync-every S] [--profiler A B] [--nvtx NAME A B]
-//                        [--hang-after K] [--stamp]
+//                        [--hang-after K] [--stamp] [--device D]
 //
 // It runs N launches (default 4) of one kernel, bump(unsigned* x, unsigned n): x[i] += i + 1 and,
 // on thread 0, one atomic increment of a module-scope launch counter. bump is not idempotent, so
@@ -24,7 +24,9 @@
 // and pops it after launch B. With --hang-after K it ignores SIGTERM and SIGINT after launch K and
 // sleeps for ever (an application that will not stop). With --stamp every launch is followed by
 // stamp(z), which writes a number that grows with every execution (as a kernel reading a clock
-// would): replayed, its passes leave different memory (what --check-divergence finds).
+// would): replayed, its passes leave different memory (what --check-divergence finds). With
+// --device D everything runs on host device D (KREPLAY_HOST_DEVICES must be more than D), as a
+// rank of a job runs on the GPU of its local rank.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -97,7 +99,7 @@ T check(kreplay::Result<T> r, const char* what) {
       "cli-test-app: %s\nusage: kreplay-cli-test-app [--launches N] [--sleep-ms MS] "
       "[--exit-code C] [--die term|segv|abort|kill --after K] [--untracked-from K] "
       "[--two-kernels] [--sync-every S] [--profiler A B] [--nvtx NAME A B] [--hang-after K] "
-      "[--stamp]\n",
+      "[--stamp] [--device D]\n",
       why);
   std::exit(64);
 }
@@ -132,7 +134,7 @@ uint32_t number(int argc, char** argv, int* i) {
 
 int main(int argc, char** argv) {
   uint32_t launches = 4, exit_code = 0, after = 0, untracked_from = 0, sync_every = 0;
-  uint32_t hang_after = 0;
+  uint32_t hang_after = 0, device = 0;
   uint32_t profiler_from = 0, profiler_to = 0, nvtx_from = 0, nvtx_to = 0;
   bool two_kernels = false, stamps = false;
   std::string die_by, nvtx_name;
@@ -160,6 +162,8 @@ int main(int argc, char** argv) {
       nvtx_name = argv[++i];
       nvtx_from = number(argc, argv, &i);
       nvtx_to = number(argc, argv, &i);
+    } else if (a == "--device") {
+      device = number(argc, argv, &i);
     } else if (a == "--hang-after") {
       hang_after = number(argc, argv, &i);
     } else if (a == "--after") {
@@ -181,18 +185,18 @@ int main(int argc, char** argv) {
   desc.kernels = {
       {"_Z4bumpPjj", bump, {8, 4}}, {"_Z4markPjj", mark, {8, 4}}, {"_Z5stampPj", stamp, {8}}};
   desc.globals = {{"launch_count", sizeof(uint32_t), {}}};
-  const hostrt::Module module = check(hostrt::load_module(desc), "load_module");
+  const hostrt::Module module = check(hostrt::load_module(desc, static_cast<int>(device)), "load_module");
   const hostrt::Kernel k_bump = check(hostrt::get_kernel(module, "_Z4bumpPjj"), "bump");
   const hostrt::Kernel k_mark = check(hostrt::get_kernel(module, "_Z4markPjj"), "mark");
   const hostrt::Kernel k_stamp = check(hostrt::get_kernel(module, "_Z5stampPj"), "stamp");
   g_launch_count =
       static_cast<uint32_t*>(check(hostrt::get_global(module, "launch_count"), "global"));
-  auto* x = static_cast<uint32_t*>(check(hostrt::malloc(kN * sizeof(uint32_t)), "malloc x"));
+  auto* x = static_cast<uint32_t*>(check(hostrt::malloc(kN * sizeof(uint32_t), static_cast<int>(device)), "malloc x"));
   check(hostrt::memset(x, 0, kN * sizeof(uint32_t)), "clear x");
-  auto* y = static_cast<uint32_t*>(check(hostrt::malloc(kN * sizeof(uint32_t)), "malloc y"));
+  auto* y = static_cast<uint32_t*>(check(hostrt::malloc(kN * sizeof(uint32_t), static_cast<int>(device)), "malloc y"));
   check(hostrt::memset(y, 0, kN * sizeof(uint32_t)), "clear y");
-  auto* z = static_cast<uint32_t*>(check(hostrt::malloc(sizeof(uint32_t)), "malloc z"));
-  const hostrt::Stream stream = check(hostrt::stream_create(), "stream");
+  auto* z = static_cast<uint32_t*>(check(hostrt::malloc(sizeof(uint32_t), static_cast<int>(device)), "malloc z"));
+  const hostrt::Stream stream = check(hostrt::stream_create(static_cast<int>(device)), "stream");
 
   std::printf("cli-test-app: %u launches of bump\n", launches);
   std::fflush(stdout);
