@@ -96,6 +96,25 @@ class MultiDevice : public HostDeviceTest {
     buffers_.push_back(p);
     return p;
   }
+  /// The gate's launch and synchronization on another thread; the gate opens when it goes out of
+  /// scope (before the future waits), so a failed assertion does not leave it waiting.
+  struct GateRun {
+    std::future<bool> done;
+    ~GateRun() { g_gate_open = 1; }
+  };
+  /// Launch the gate over @p x on @p device from another thread (3 passes) and wait until it
+  /// waits at the gate inside its first pass (at most 10 s).
+  static GateRun start_gate(int device, float* x) {
+    auto gate = std::async(std::launch::async, [device, x] {
+      hostrt::Stream s = hostrt::default_stream(device);
+      Status st = hostrt::launch_args(kernels(device).gate, {1}, {64}, s, x, 64u);
+      return st.ok() && hostrt::stream_synchronize(s).ok();
+    });
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (g_gate_entered.load() == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+    return GateRun{std::move(gate)};
+  }
   static Status scale(int device, float* x, uint32_t n, hostrt::Stream s) {
     return hostrt::launch_args(kernels(device).scale, {(n + 63) / 64}, {64}, s, x, n);
   }
@@ -125,15 +144,9 @@ TEST_F(MultiDevice, AWindowOnOneDeviceDoesNotHoldUpTheOthers) {
   float* a = buffer_on(0, 64);
   std::vector<float*> bufs;
   for (int d = 1; d < device_count(); ++d) bufs.push_back(buffer_on(d, 256));
-  auto gate = std::async(std::launch::async, [&] {
-    hostrt::Stream s = hostrt::default_stream(0);
-    Status st = hostrt::launch_args(kernels(0).gate, {1}, {64}, s, a, 64u);
-    return st.ok() && hostrt::stream_synchronize(s).ok();
-  });
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (g_gate_entered.load() == 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(1ms);
+  auto gate = start_gate(0, a);
   ASSERT_EQ(g_gate_entered.load(), 1) << "the gate kernel did not start";
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
 
   constexpr int kLaunches = 5;
   std::vector<std::future<bool>> others;
@@ -152,7 +165,7 @@ TEST_F(MultiDevice, AWindowOnOneDeviceDoesNotHoldUpTheOthers) {
   EXPECT_EQ(g_gate_entered.load(), 1) << "the gate's window went on while the others ran";
   EXPECT_TRUE(all_done_while_gated) << "launches on other devices waited for device 0's window";
   g_gate_open = 1;
-  ASSERT_TRUE(gate.get());
+  ASSERT_TRUE(gate.done.get());
   for (auto& f : others) EXPECT_TRUE(f.get());
 
   // Every result is right: the gate ran 3 passes, restored between them.
@@ -274,15 +287,8 @@ TEST_F(MultiDevice, APeerPointerIsDeclined) {
 TEST_F(MultiDevice, APeerCopyWaitsForThePeersWindow) {
   float* src = buffer_on(1, 64);
   float* dst = buffer_on(0, 64);
-  auto gate = std::async(std::launch::async, [&] {
-    hostrt::Stream s = hostrt::default_stream(1);
-    Status st = hostrt::launch_args(kernels(1).gate, {1}, {64}, s, src, 64u);
-    return st.ok() && hostrt::stream_synchronize(s).ok();
-  });
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (g_gate_entered.load() == 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(1ms);
-  ASSERT_EQ(g_gate_entered.load(), 1);
+  auto gate = start_gate(1, src);
+  ASSERT_EQ(g_gate_entered.load(), 1) << "the gate kernel did not start";
   auto sync_copy = std::async(std::launch::async, [&] {
     return hostrt::memcpy(dst, src, 32 * sizeof(float)).ok();  // dst[0, 32) from src[0, 32)
   });
@@ -295,7 +301,7 @@ TEST_F(MultiDevice, APeerCopyWaitsForThePeersWindow) {
       << "a copy from device 1 went on while device 1's window was open";
   EXPECT_EQ(async_copy.wait_for(10ms), std::future_status::timeout);
   g_gate_open = 1;
-  ASSERT_TRUE(gate.get());
+  ASSERT_TRUE(gate.done.get());
   EXPECT_TRUE(sync_copy.get());
   EXPECT_TRUE(async_copy.get());
   EXPECT_EQ(g_gate_entered.load(), 3);
