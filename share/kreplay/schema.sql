@@ -354,3 +354,42 @@ SELECT d.app_pass, d.dispatch_id, d.kernel_id, k.demangled_name AS kernel_name, 
 FROM dispatches d
 LEFT JOIN kernels k ON k.app_pass = d.app_pass AND k.kernel_id = d.kernel_id
 WHERE d.diverged_passes > 0;
+
+-- @rank-views
+-- A database of several ranks (`kreplay merge DIR|FILES... -o all.db`). Every table has a rank
+-- column first (run.rank: the rank the merge gave the input: its own rank, else the lowest rank no
+-- input had) and every key starts with it; the views above join and group on it too. The
+-- statements from the line "-- @rank-views" on are run only on such a database; they compare
+-- the ranks.
+
+-- Per kernel and rank: launches (dispatches of application replay's runs count once) and time.
+CREATE VIEW kernel_time_by_rank AS
+SELECT kernel_name, rank, COUNT(DISTINCT dispatch_id) AS launches, AVG(duration_ns) AS avg_ns,
+       AVG(duration_ns) * COUNT(DISTINCT dispatch_id) AS total_ns
+FROM dispatch_counters
+GROUP BY kernel_name, rank;
+
+-- Per kernel: how its time differs between the ranks; imbalance_pct = 100 * (slowest - fastest)
+-- / slowest, over the ranks that launched it.
+CREATE VIEW kernel_rank_balance AS
+SELECT kernel_name, COUNT(*) AS ranks, SUM(launches) AS launches, MIN(total_ns) AS min_total_ns,
+       MAX(total_ns) AS max_total_ns, AVG(total_ns) AS mean_total_ns,
+       CASE WHEN MAX(total_ns) > 0 THEN 100.0 * (MAX(total_ns) - MIN(total_ns)) / MAX(total_ns)
+       END AS imbalance_pct
+FROM kernel_time_by_rank
+GROUP BY kernel_name;
+
+-- Per kernel, counter and rank: the counter over the rank's launches (each launch's value on the
+-- lowest pass that collected it, as in dispatch_counters). Choose counters with WHERE
+-- counter_name IN (...).
+CREATE VIEW counter_by_rank AS
+WITH first_pass AS (
+  SELECT rank, app_pass, dispatch_id, kernel_id, name, value, MIN(replay_pass) AS replay_pass
+  FROM counters GROUP BY rank, app_pass, dispatch_id, name)
+SELECT COALESCE(NULLIF(k.demangled_name, ''), NULLIF(k.mangled_name, ''),
+                'kernel ' || f.kernel_id) AS kernel_name,
+       f.name AS counter_name, f.rank, COUNT(*) AS launches, AVG(f.value) AS mean_value,
+       MIN(f.value) AS min_value, MAX(f.value) AS max_value
+FROM first_pass f
+LEFT JOIN kernels k ON k.rank = f.rank AND k.app_pass = f.app_pass AND k.kernel_id = f.kernel_id
+GROUP BY 1, f.name, f.rank;

@@ -80,6 +80,7 @@ class Formatter : public CLI::Formatter {
     return "\nUsage: kreplay [OPTIONS] -- APP [ARGS...]\n"
            "       kreplay report RUN.db [OPTIONS]       (kreplay report --help)\n"
            "       kreplay convert RUN.db --to FORMAT    (kreplay convert --help)\n"
+           "       kreplay merge DIR|FILES... -o all.db  (kreplay merge --help)\n"
            "       kreplay --list-avail [--chip NAME]\n"
            "       kreplay --pmc-check COUNTER... [--chip NAME]\n"
            "       kreplay --list-sets | --list-sections [--section-folder DIR]\n";
@@ -123,7 +124,9 @@ constexpr const char* kFooter =
     "      the counters of a chip, no GPU needed\n"
     "\n"
     "Output names may use %hostname%, %pid%, %ppid%, %rank%, %q{VAR}, %env{VAR}%, %h, %p and %%.\n"
-    "The default is -d . -o %hostname%/%pid%, giving ./<host>/<pid>_results.db.";
+    "The default is -d . -o %hostname%/%pid%, giving ./<host>/<pid>_results.db, or, in a job whose\n"
+    "launcher gives a rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, ...),\n"
+    "./<host>/<rank>_results.db.";
 
 void add_options(CLI::App& app, Raw& r) {
   app.formatter(std::make_shared<Formatter>());
@@ -248,7 +251,8 @@ void add_options(CLI::App& app, Raw& r) {
       ->type_name("DIR")
       ->group(output);
   app.add_option("-o,--output-file", r.output_file,
-                 "Output file name, without extension (default: %hostname%/%pid%)")
+                 "Output file name, without extension (default: %hostname%/%pid%, or "
+                 "%hostname%/%rank% when a launcher gives a rank)")
       ->type_name("NAME")
       ->group(output);
   app.add_option("--output-format", r.output_format,

@@ -92,4 +92,20 @@ Result<std::unique_ptr<Writer>> make_writer(const OutputConfig& config);
 /// @retval ERROR SQLite failed (the message names the file)
 Status merge_sqlite(const std::vector<std::string>& inputs, const std::string& output);
 
+/// `kreplay merge`: put the databases of the ranks of one job into @p output (replaced if it
+/// exists), each row with its rank in a `rank` column that every table has and every key starts
+/// with (the schema is schema.sql through rank_schema_sql()); the views join on it, and the rank
+/// views of schema.sql (after "-- @rank-views") compare the ranks. An input's rank is its
+/// run.rank, else the lowest rank no input has, in input order; @p ranks receives them.
+/// @retval INVALID_ARGUMENT no inputs, an input is missing or is @p output, the inputs have
+///         different schema versions or collected different counters (the first input is the
+///         reference), two inputs are the same rank
+/// @retval ERROR SQLite failed (the message names the file)
+Status merge_ranks(const std::vector<std::string>& inputs, const std::string& output,
+                   std::vector<int64_t>* ranks = nullptr);
+
+/// schema.sql (or a view's SQL) for a database merged by rank: a rank column first in every table
+/// and key, and every join and GROUP BY on app_pass also on rank.
+std::string rank_schema_sql(const std::string& sql);
+
 }  // namespace kreplay::output

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdio>
@@ -11,6 +12,7 @@
 
 #include "cli/option_words.hpp"
 #include "common/logging.hpp"
+#include "output/writer.hpp"
 #include "report/database.hpp"
 #include "report/render.hpp"
 #include "report/sections.hpp"
@@ -180,9 +182,79 @@ Result<ConvertOptions> parse_convert_command(const std::vector<std::string>& arg
   return o;
 }
 
+Result<MergeCommand> parse_merge_command(const std::vector<std::string>& args) {
+  MergeCommand c;
+  CLI::App app{"kreplay merge: put the results databases of the ranks of one job into one "
+               "database, with a rank column on every table and views that compare the ranks",
+               "kreplay merge"};
+  std::vector<std::string> inputs;
+  app.add_option("inputs", inputs,
+                 "Results databases, or directories searched for *_results.db (recursively; "
+                 "application replay's pass_<k> folders are left out)")
+      ->type_name("DIR|FILE...");
+  app.add_option("-o,--output-file", c.output, "The merged database (default: merged_results.db)")
+      ->type_name("FILE");
+  app.footer("Example:\n  kreplay merge node01 node02 -o all.db    # every rank's "
+             "<host>/<rank>_results.db\n  kreplay report all.db");
+  ASSIGN_OR_RETURN(auto rest, parse_args(app, args, "merge", &c.help));
+  if (c.help) {
+    c.help_text = app.help();
+    return c;
+  }
+  if (inputs.empty()) {
+    return InvalidArgument(
+        "kreplay merge needs the ranks' databases: kreplay merge DIR|FILES... -o all.db");
+  }
+  std::error_code ec;
+  for (const std::string& in : inputs) {
+    if (!fs::is_directory(in, ec)) {
+      c.inputs.push_back(in);  // a missing file is reported by the merge
+      continue;
+    }
+    std::vector<std::string> found;
+    for (auto it = fs::recursive_directory_iterator(in, ec); !ec && it != fs::end(it);
+         it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      // Application replay's pass_<k> folders hold the runs of one rank, which kreplay merged
+      // into the database beside them already.
+      if (it->is_directory(ec) && name.size() > 5 && name.compare(0, 5, "pass_") == 0 &&
+          std::all_of(name.begin() + 5, name.end(), [](char ch) { return std::isdigit(ch); })) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file(ec) && name.size() > 11 &&
+          name.compare(name.size() - 11, 11, "_results.db") == 0 &&
+          (c.output.empty() || !fs::equivalent(it->path(), c.output, ec))) {
+        found.push_back(it->path().string());
+      }
+    }
+    if (found.empty()) {
+      return InvalidArgument(fmt::format(
+          "{}: no *_results.db in this directory; give the directory the ranks wrote to", in));
+    }
+    std::sort(found.begin(), found.end());
+    c.inputs.insert(c.inputs.end(), found.begin(), found.end());
+  }
+  if (c.output.empty()) c.output = "merged_results.db";
+  return c;
+}
+
 int run_command(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   const std::string command = args.front();
+  if (command == "merge") {
+    auto c = parse_merge_command(args);
+    if (!c.ok()) return fail(c.status().message());
+    if (c->help) {
+      std::fputs(c->help_text.c_str(), stdout);
+      return 0;
+    }
+    std::vector<int64_t> ranks;
+    Status s = output::merge_ranks(c->inputs, c->output, &ranks);
+    if (!s.ok()) return fail(s.message());
+    KR_NOTICE("{} ranks in one database: {}", ranks.size(), c->output);
+    return 0;
+  }
   if (command == "convert") {
     bool help = false;
     std::string help_text;

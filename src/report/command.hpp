@@ -1,5 +1,5 @@
-// The commands on a results database, `kreplay report RUN.db ...` and `kreplay convert RUN.db
-// ...` (main() hands them argv from the subcommand on). Errors are one "==KREPLAY== error:" line
+// The commands on a results database, `kreplay report RUN.db ...`, `kreplay convert RUN.db ...`
+// and `kreplay merge DIR|FILES... -o all.db` (main() hands them argv from the subcommand on). Errors are one "==KREPLAY== error:" line
 // naming the problem and the fix, with exit status 2.
 #pragma once
 
@@ -31,7 +31,18 @@ Result<ReportCommand> parse_report_command(const std::vector<std::string>& args)
 Result<ConvertOptions> parse_convert_command(const std::vector<std::string>& args, bool* help,
                                              std::string* help_text);
 
-/// Run `report` or `convert` (argv[0] names which); the exit status.
+struct MergeCommand {
+  std::vector<std::string> inputs;  ///< the databases, directories expanded (sorted)
+  std::string output;
+  bool help = false;
+  std::string help_text;
+};
+
+/// Parse `merge DIR|FILES... [-o FILE]` (@p args[0] is "merge"): a directory stands for every
+/// *_results.db under it.
+Result<MergeCommand> parse_merge_command(const std::vector<std::string>& args);
+
+/// Run `report`, `convert` or `merge` (argv[0] names which); the exit status.
 int run_command(int argc, char** argv);
 
 /// Where `--format html` writes without -o: next to the database, <stem>_report.html.

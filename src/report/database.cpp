@@ -29,6 +29,38 @@ constexpr const char* kLaunchSql =
     "LEFT JOIN pass_time t ON t.app_pass = d.app_pass AND t.dispatch_id = d.dispatch_id "
     "ORDER BY d.app_pass, d.dispatch_id";
 
+// A database merged by rank (kreplay merge) has a rank column on every table, and its ids repeat
+// between ranks. It is read through temporary views of the same names (they come before the
+// tables) in which every id is rank * kRankIdStride + id: each rank's launches are launches of
+// their own, and a kernel launched on several ranks is one kernel of the report.
+Status read_by_rank(SqlDb& db) {
+  for (const char* table : {"devices", "kernels", "dispatches", "passes", "counters",
+                            "replay_phases", "source_counters"}) {
+    if (!db.has_table(table)) continue;
+    ASSIGN_OR_RETURN(SqlStmt s, db.prepare(fmt::format(
+                                    "SELECT name FROM pragma_table_info('{}') ORDER BY cid", table)));
+    std::string columns;
+    while (s.step()) {
+      const std::string c = s.text(0);
+      const bool id = c == "dispatch_id" || c == "kernel_id" || c == "agent_id" || c == "stream_id";
+      columns += fmt::format("{}{}", columns.empty() ? "" : ", ",
+                             id ? fmt::format("rank * {0} + \"{1}\" AS \"{1}\"", kRankIdStride, c)
+                                : fmt::format("\"{}\"", c));
+    }
+    const std::string sql =
+        fmt::format("CREATE TEMP VIEW {0} AS SELECT {1} FROM main.{0}", table, columns);
+    if (sqlite3_exec(db.get(), sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK)
+      return db.failed(table);
+  }
+  return Status::Ok();
+}
+
+Result<SqlDb> open_database(const std::string& path) {
+  ASSIGN_OR_RETURN(SqlDb db, SqlDb::open_readonly(path));
+  if (db.has_column("dispatches", "rank")) RETURN_IF_ERROR(read_by_rank(db));
+  return db;
+}
+
 }  // namespace
 
 Result<Database> Database::open(const std::string& path) {
@@ -39,9 +71,10 @@ Result<Database> Database::open(const std::string& path) {
                     "(<host>/<pid>_results.db by default)",
                     path));
   }
-  ASSIGN_OR_RETURN(SqlDb db, SqlDb::open_readonly(path));
+  ASSIGN_OR_RETURN(SqlDb db, open_database(path));
   Database out;
   out.path = path;
+  out.by_rank = db.has_column("dispatches", "rank");
   if (!db.has_table("metadata") || !db.has_table("dispatches") || !db.has_table("counters")) {
     return InvalidArgument(
         fmt::format("{} is not a kreplay results database (it has no dispatches and "
@@ -65,7 +98,10 @@ Result<Database> Database::open(const std::string& path) {
                      db.prepare("SELECT app_pass, app_pass_count, kreplay_version, command, "
                                 "hostname, pid, replay_mode, counter_names, options, start_ns, "
                                 "start_unix_ns, end_ns, exit_code, launches, replayed, declined, "
-                                "not_selected, passes FROM run ORDER BY app_pass"));
+                                "not_selected, passes, " +
+                                std::string(out.by_rank ? "rank" : "NULL") +
+                                " FROM run ORDER BY " + (out.by_rank ? "rank, " : "") +
+                                "app_pass"));
     while (s.step()) {
       DbRun r;
       r.app_pass = s.u32(0);
@@ -86,6 +122,7 @@ Result<Database> Database::open(const std::string& path) {
       r.declined = s.opt_i64(15);
       r.not_selected = s.opt_i64(16);
       r.passes = s.opt_i64(17);
+      r.rank = s.opt_i64(18);
       out.runs.push_back(std::move(r));
     }
     if (!s.done_ok()) return db.failed("run");
@@ -189,7 +226,7 @@ Result<Database> Database::open(const std::string& path) {
 
 Status Database::read_timeline(size_t max_launches, std::vector<DbPass>* passes,
                                std::vector<DbPhase>* phases) const {
-  ASSIGN_OR_RETURN(SqlDb db, SqlDb::open_readonly(path));
+  ASSIGN_OR_RETURN(SqlDb db, open_database(path));
   const std::string chosen = fmt::format(
       "SELECT app_pass, dispatch_id FROM dispatches WHERE (app_pass, dispatch_id) IN "
       "(SELECT app_pass, dispatch_id FROM passes) ORDER BY app_pass, start_ns, dispatch_id "
@@ -235,7 +272,7 @@ Status Database::read_timeline(size_t max_launches, std::vector<DbPass>* passes,
 Result<std::vector<DbSourceCounter>> Database::read_source_counters() const {
   std::vector<DbSourceCounter> out;
   if (!has_source_counters) return out;
-  ASSIGN_OR_RETURN(SqlDb db, SqlDb::open_readonly(path));
+  ASSIGN_OR_RETURN(SqlDb db, open_database(path));
   ASSIGN_OR_RETURN(SqlStmt s, db.prepare("SELECT app_pass, kernel_id, location, "
                                          "SUM(inst_executed) FROM source_counters GROUP BY "
                                          "app_pass, kernel_id, location"));

@@ -20,6 +20,10 @@ namespace kreplay::report {
 /// read.
 inline constexpr int kOldestSchemaVersion = 1;
 
+/// In a database merged by rank, launch (and kernel, device, stream) ids are rank * this + id:
+/// launch 7 of rank 2 is 2000000007 (kreplay report --launch 2000000007).
+inline constexpr uint64_t kRankIdStride = 1000000000;
+
 struct DbRun {
   uint32_t app_pass = 0;
   uint32_t app_pass_count = 0;
@@ -28,6 +32,7 @@ struct DbRun {
   uint64_t pid = 0;
   int64_t start_ns = 0, start_unix_ns = 0;
   std::optional<int64_t> end_ns, exit_code, launches, replayed, declined, not_selected, passes;
+  std::optional<int64_t> rank;  ///< a database merged by rank (Database::by_rank): the run's rank
 };
 
 struct DbDevice {
@@ -84,6 +89,9 @@ struct Database {
   std::vector<DbLaunch> launches;  ///< by (app_pass, dispatch_id)
   std::vector<std::string> counter_names;  ///< every name in the counters table, sorted
   bool has_seq = false;  ///< the seq column exists (written by this kreplay)
+  /// Merged by rank (kreplay merge): runs has one run per rank, and the ids of devices, kernels,
+  /// launches and streams are rank * kRankIdStride + id, so every rank's launches are their own.
+  bool by_rank = false;
   bool has_source_counters = false;  ///< a source_counters table with rows
 
   /// Open @p path read-only and read runs, devices and launches with their counters. Errors: no

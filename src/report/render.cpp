@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "output/text.hpp"
 
@@ -20,8 +21,16 @@ std::string run_line(const Database& db) {
   if (db.runs.empty()) return "no run information";
   const DbRun& r = db.runs.front();
   std::string mode = r.replay_mode;
-  if (db.runs.size() > 1) mode = fmt::format("application replay, {} runs", db.runs.size());
-  else mode += " replay";
+  if (db.by_rank) {
+    std::set<int64_t> ranks;
+    for (const DbRun& run : db.runs) ranks.insert(run.rank.value_or(0));
+    mode = fmt::format("{} replay, {} ranks", r.replay_mode, ranks.size());
+    if (db.runs.size() > ranks.size()) mode += fmt::format(", {} runs", db.runs.size());
+  } else if (db.runs.size() > 1) {
+    mode = fmt::format("application replay, {} runs", db.runs.size());
+  } else {
+    mode += " replay";
+  }
   return fmt::format("{}, {} launches, kreplay {}", mode, db.launches.size(), r.kreplay_version);
 }
 
@@ -110,6 +119,7 @@ std::string render_json(const Report& report, const Database& db) {
                     {"pid", r.pid},
                     {"launches", r.launches ? ojson(*r.launches) : ojson(nullptr)},
                     {"exit_code", r.exit_code ? ojson(*r.exit_code) : ojson(nullptr)}});
+    if (db.by_rank) runs.back()["rank"] = r.rank ? ojson(*r.rank) : ojson(nullptr);
   }
   ojson shown = ojson::array();
   for (const Section* s : report.shown) shown.push_back(s->name);

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Many ranks (issue 15, item 2): each rank of a job writes its own database.
+"""Many ranks (issue 15, items 2 and 3): each rank of a job writes its own database, and
+`kreplay merge` puts them into one.
 
 The jobs are simulated the way launchers set up their processes: kreplay runs the host sample apps
 with the launcher's variables set (torchrun's RANK and LOCAL_RANK, Open MPI's
@@ -9,11 +10,16 @@ OMPI_COMM_WORLD_RANK, MPICH's PMI_RANK, Slurm's SLURM_PROCID), once per rank.
   devices that ran launches; with a rank and no -o, the output is <host>/<rank>_results.db.
 - --ranks 0,3 profiles those ranks only: the others run unprofiled, and one line in the whole job
   says so (from the lowest rank that is not profiled). --ranks x is one error line.
+- kreplay merge DIR|FILES -o all.db: a rank column on every table, views that compare the ranks,
+  refusals (other schema version, other metric set, one rank twice) in one line each, and
+  kreplay report reads the merged database.
 """
 
 import json
 import os
+import shutil
 import socket
+import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -126,6 +132,126 @@ class Ranks(e2e.KreplayTestCase):
                 r = self.kreplay("--ranks=" + bad, "--", e2e.SAMPLE_APP, env=env_of())
                 self.assert_one_line_error(r, "--ranks", rc=2)
                 self.assertNotIn("sample-app", r.stdout)
+
+
+class Merge(e2e.KreplayTestCase):
+    def job(self, ranks, *args, out="job"):
+        """One run of the sample app per rank, into OUT/<host>/<rank>_results.db."""
+        for rank in ranks:
+            self.kreplay_ok(*(list(args) + ["-d", out, "--", e2e.SAMPLE_APP]),
+                            env=env_of(RANK=rank))
+        return os.path.join(self.tmp, out)
+
+    def test_merge_the_ranks_of_a_job(self):
+        job = self.job([0, 1, 2], *PMC)
+        r = self.kreplay_ok("merge", job, "-o", "all.db")
+        merged = os.path.join(self.tmp, "all.db")
+        self.assertEqual(os.path.isfile(merged), True, str(r))
+        self.assertIn("==KREPLAY== 3 ranks in one database: all.db", r.kreplay_lines)
+        con = sqlite3.connect(merged)
+        # every table and every view but kernel_rank_balance (one row per kernel over the ranks)
+        tables = [t for (t,) in con.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT IN "
+            "('metadata', 'kernel_rank_balance') AND name NOT LIKE 'sqlite_%'")]
+        self.assertGreater(len(tables), 20)
+        for t in tables:
+            cols = [c[1] for c in con.execute("SELECT * FROM pragma_table_info(?)", (t,))]
+            self.assertIn("rank", cols, t)
+        con.close()
+        # every row of every rank, with its rank
+        for rank in range(3):
+            one = os.path.join(job, HOST, "%d_results.db" % rank)
+            for table in ("dispatches", "passes", "counters", "kernels", "devices",
+                          "replay_phases"):
+                n = e2e.rows(one, "SELECT COUNT(*) AS n FROM %s" % table)[0]["n"]
+                m = e2e.rows(merged, "SELECT COUNT(*) AS n FROM %s WHERE rank = ?" % table,
+                             (rank,))[0]["n"]
+                self.assertEqual(m, n, (table, rank))
+        self.assertEqual(e2e.rows(merged, "SELECT rank FROM run ORDER BY rank"),
+                         [{"rank": 0}, {"rank": 1}, {"rank": 2}])
+        # the views join on the rank: one row per launch of each rank, not 3 x 3
+        self.assertEqual(e2e.rows(merged, "SELECT COUNT(*) AS n FROM dispatch_counters")[0]["n"],
+                         3 * e2e.SAMPLE_LAUNCHES)
+        self.assertEqual(e2e.rows(merged, "SELECT rank, launches FROM kernel_summary WHERE "
+                                  "kernel_id = (SELECT kernel_id FROM kernels WHERE mangled_name "
+                                  "= ? LIMIT 1) ORDER BY rank", (e2e.SCALE_ADD_MANGLED,)),
+                         [{"rank": r, "launches": 6} for r in range(3)])
+        # views that compare the ranks
+        by_rank = e2e.rows(merged, "SELECT kernel_name, rank, launches, total_ns FROM "
+                           "kernel_time_by_rank ORDER BY kernel_name, rank")
+        self.assertEqual([(b["kernel_name"].split("(")[0], b["rank"], b["launches"])
+                          for b in by_rank],
+                         [("scale_add", r, 6) for r in range(3)] +
+                         [("sum_reduce", r, 4) for r in range(3)])
+        balance = e2e.rows(merged, "SELECT kernel_name, ranks, launches, imbalance_pct FROM "
+                           "kernel_rank_balance ORDER BY kernel_name")
+        self.assertEqual([(b["ranks"], b["launches"]) for b in balance], [(3, 18), (3, 12)])
+        self.assertTrue(all(0 <= b["imbalance_pct"] <= 100 for b in balance), balance)
+        ops = e2e.rows(merged, "SELECT rank, launches, mean_value FROM counter_by_rank WHERE "
+                       "counter_name = 'ops' AND kernel_name LIKE 'scale_add%' ORDER BY rank")
+        self.assertEqual([(o["rank"], o["launches"]) for o in ops], [(0, 6), (1, 6), (2, 6)])
+        self.assertEqual(len({o["mean_value"] for o in ops}), 1, ops)  # the same work everywhere
+
+        # kreplay report reads it: every rank's launches, one kernel over the ranks
+        r = self.kreplay_ok("report", merged)
+        self.assertTrue(r.stdout.startswith("kreplay report: %s (application replay, 3 ranks, "
+                                            "30 launches" % merged), r.stdout)
+        self.assertRegex(r.stdout, r"scale_add\(.*\): 18 launches")
+        self.assertRegex(r.stdout, r"sum_reduce\(.*\): 12 launches")
+        doc = json.loads(self.kreplay_ok("report", merged, "--format", "json").stdout)
+        self.assertEqual([run["rank"] for run in doc["runs"]], [0, 1, 2])
+        # files can be named one by one too
+        files = e2e.find_files(job, "*_results.db")
+        self.kreplay_ok("merge", *files, "-o", "two.db")
+        self.assertEqual(e2e.rows(os.path.join(self.tmp, "two.db"),
+                                  "SELECT COUNT(*) AS n FROM run")[0]["n"], 3)
+
+    def test_merge_refuses_what_does_not_belong_together(self):
+        job = self.job([0, 1], *PMC)
+        db0 = os.path.join(job, HOST, "0_results.db")
+        db1 = os.path.join(job, HOST, "1_results.db")
+        # another metric set
+        other = self.job([2], "--pmc", "ops", out="other")
+        r = self.kreplay("merge", db0, db1, os.path.join(other, HOST, "2_results.db"), "-o",
+                         "x.db")
+        self.assert_one_line_error(r, "different metrics", "threads_launched", rc=2)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.db")))
+        # another schema version
+        old = os.path.join(self.tmp, "old_results.db")
+        shutil.copy(db1, old)
+        con = sqlite3.connect(old)
+        con.execute("UPDATE metadata SET value = '2' WHERE key = 'schema_version'")
+        con.execute("UPDATE run SET rank = 5")
+        con.commit()
+        con.close()
+        r = self.kreplay("merge", db0, old, "-o", "x.db")
+        self.assert_one_line_error(r, "schema version 2", rc=2)
+        # one rank twice
+        r = self.kreplay("merge", db0, db0, "-o", "x.db")
+        self.assert_one_line_error(r, "both rank 0", rc=2)
+        # nothing to merge
+        os.makedirs(os.path.join(self.tmp, "empty"))
+        r = self.kreplay("merge", "empty", "-o", "x.db")
+        self.assert_one_line_error(r, "no *_results.db", rc=2)
+        r = self.kreplay("merge", "-o", "x.db")
+        self.assert_one_line_error(r, "kreplay merge DIR|FILES", rc=2)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.db")))
+
+    def test_databases_without_a_rank_take_the_free_ranks(self):
+        # processes run without a launcher: their ranks are those no input has, in input order
+        self.kreplay_ok("--set", "none", "-d", "a", "-o", "p", "--", e2e.SAMPLE_APP,
+                        env=env_of())
+        self.kreplay_ok("--set", "none", "-d", "b", "-o", "p", "--", e2e.SAMPLE_APP,
+                        env=env_of(RANK=0))
+        r = self.kreplay_ok("merge", os.path.join("a", "p_results.db"),
+                            os.path.join("b", "p_results.db"), "-o", "m.db")
+        self.assertEqual(e2e.rows(os.path.join(self.tmp, "m.db"),
+                                  "SELECT rank, COUNT(*) AS n FROM dispatches GROUP BY rank"),
+                         [{"rank": 0, "n": e2e.SAMPLE_LAUNCHES}, {"rank": 1, "n": e2e.SAMPLE_LAUNCHES}],
+                         str(r))
+        meta = e2e.rows(os.path.join(self.tmp, "m.db"),
+                        "SELECT value FROM metadata WHERE key = 'merged_ranks'")[0]["value"]
+        self.assertEqual(json.loads(meta), {"0": "b/p_results.db", "1": "a/p_results.db"})
 
 
 if __name__ == "__main__":

@@ -480,8 +480,9 @@ int run_plan(const RunPlan& plan) {
 
 int main(int argc, char** argv) {
   using namespace kreplay::cli;  // NOLINT
-  // kreplay report RUN.db ... / kreplay convert RUN.db ...: commands on a results database.
-  if (argc > 1 && (std::strcmp(argv[1], "report") == 0 || std::strcmp(argv[1], "convert") == 0)) {
+  // kreplay report RUN.db ... / convert RUN.db ... / merge DIR|FILES...: on results databases.
+  if (argc > 1 && (std::strcmp(argv[1], "report") == 0 || std::strcmp(argv[1], "convert") == 0 ||
+                   std::strcmp(argv[1], "merge") == 0)) {
     return kreplay::report::run_command(argc - 1, argv + 1);
   }
   auto options = parse_command_line(argc, argv);
