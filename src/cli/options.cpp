@@ -124,8 +124,8 @@ constexpr const char* kFooter =
     "      the counters of a chip, no GPU needed\n"
     "\n"
     "Output names may use %hostname%, %pid%, %ppid%, %rank%, %q{VAR}, %env{VAR}%, %h, %p and %%.\n"
-    "The default is -d . -o %hostname%/%pid%, giving ./<host>/<pid>_results.db, or, in a job whose\n"
-    "launcher gives a rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, ...),\n"
+    "The default is -d . -o %hostname%/%pid%, giving ./<host>/<pid>_results.db, or, in a job\n"
+    "whose launcher gives a rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, ...),\n"
     "./<host>/<rank>_results.db.";
 
 void add_options(CLI::App& app, Raw& r) {

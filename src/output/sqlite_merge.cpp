@@ -92,8 +92,8 @@ Status merge_one(Db& db, const std::string& input, std::optional<int64_t> rank) 
       into += fmt::format("{}{}", into.empty() ? "" : ", ", quote_identifier(c));
       from += fmt::format("{}{}", from.empty() ? "" : ", ", quote_identifier(c));
     }
-    status = db.exec(fmt::format("INSERT INTO main.{} ({}) SELECT {} FROM src.{}", table, into,
-                                 from, table));
+    status = db.exec(
+        fmt::format("INSERT INTO main.{} ({}) SELECT {} FROM src.{}", table, into, from, table));
     if (!status.ok()) {
       status = Error(status.code(), fmt::format("cannot merge '{}': {}", input, status.message()));
     }
@@ -162,7 +162,8 @@ Result<RankInput> read_rank_input(const std::string& path) {
       if (item.is_string()) in.counters.insert(item.get<std::string>());
     }
   }
-  auto has_rank = db.query_text("SELECT COUNT(*) FROM pragma_table_info('run') WHERE name = 'rank'");
+  auto has_rank =
+      db.query_text("SELECT COUNT(*) FROM pragma_table_info('run') WHERE name = 'rank'");
   if (has_rank.ok() && *has_rank == "1") {
     auto rank = db.query_text("SELECT COALESCE(MIN(rank), '') FROM run");
     if (rank.ok() && !rank->empty()) in.rank = std::stoll(*rank);
@@ -193,7 +194,8 @@ Status check_rank_inputs(const std::vector<RankInput>& inputs) {
     }
     for (const auto& c : first.counters) {
       if (!only.empty()) break;
-      if (in.counters.count(c) == 0) only = fmt::format("{} has {}, '{}' does not", first.path, c, in.path);
+      if (in.counters.count(c) == 0)
+        only = fmt::format("{} has {}, '{}' does not", first.path, c, in.path);
     }
     return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
                  fmt::format("cannot merge '{}' and '{}': they collected different metrics ({}); "
@@ -289,7 +291,8 @@ std::string rank_schema_sql(const std::string& sql) {
     out = std::regex_replace(out, std::regex(pattern), with);
   };
   // Joins and groups of views: the rank before the app_pass.
-  replace(R"((\w+)\.app_pass = (\w+)\.app_pass)", "$1.rank = $2.rank AND $1.app_pass = $2.app_pass");
+  replace(R"((\w+)\.app_pass = (\w+)\.app_pass)",
+          "$1.rank = $2.rank AND $1.app_pass = $2.app_pass");
   replace(R"(\bSELECT (\w+\.)?app_pass\b)", "SELECT $1rank, $1app_pass");
   replace(R"(\bGROUP BY (\w+\.)?app_pass\b)", "GROUP BY $1rank, $1app_pass");
   // Tables: a rank column first (run has one already) and the rank first in every key.

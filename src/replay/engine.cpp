@@ -61,7 +61,8 @@ const char* reason_text(kreplay_decline_reason_t r) {
     case KREPLAY_DECLINE_REASON_GRAPH_MEMORY:
       return "graph with memory nodes (as a whole), or one that frees memory it did not allocate";
     case KREPLAY_DECLINE_REASON_WAITS_FOR_HOST: return "the kernel may wait for the host";
-    case KREPLAY_DECLINE_REASON_PEER_MEMORY: return "an argument points into another device's memory";
+    case KREPLAY_DECLINE_REASON_PEER_MEMORY:
+      return "an argument points into another device's memory";
     default: return "unknown";
   }
 }

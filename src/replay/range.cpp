@@ -135,7 +135,8 @@ void Engine::range_enter(DispatchState& st) {
     } else if (st.launch->graph() != nullptr || (st.info.flags & KREPLAY_DISPATCH_FLAG_CAPTURED)) {
       // (A graph's kernel node, run node by node, carries the GRAPH flag but joins ranges.)
       why = KREPLAY_RANGE_CLOSE_GRAPH;
-    } else if ((st.info.flags & (KREPLAY_DISPATCH_FLAG_COLLECTIVE | KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) ||
+    } else if ((st.info.flags &
+                (KREPLAY_DISPATCH_FLAG_COLLECTIVE | KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) ||
                st.host_visible || st.peer_agent != 0) {
       why = KREPLAY_RANGE_CLOSE_OTHER;
     } else if (!st.launch->recordable()) {
@@ -147,10 +148,10 @@ void Engine::range_enter(DispatchState& st) {
   // workload, replayed by launching the graph again; one that cannot be run again is a declined
   // range, so the tool still learns of it and why.
   const device::GraphInfo* graph = st.launch->graph();
-  const bool can_join = (st.info.flags & (KREPLAY_DISPATCH_FLAG_CAPTURED |
-                                          KREPLAY_DISPATCH_FLAG_COLLECTIVE |
-                                          KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) == 0 &&
-                        st.peer_agent == 0 && st.launch->recordable() && range_markers_allow();
+  const bool can_join =
+      (st.info.flags & (KREPLAY_DISPATCH_FLAG_CAPTURED | KREPLAY_DISPATCH_FLAG_COLLECTIVE |
+                        KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) == 0 &&
+      st.peer_agent == 0 && st.launch->recordable() && range_markers_allow();
   if (!slot.range && can_join) {
     // A launch that reads mapped host memory may wait for the host: it is a range of its own whose
     // own run is not counted and is waited for only briefly.

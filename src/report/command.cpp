@@ -184,9 +184,10 @@ Result<ConvertOptions> parse_convert_command(const std::vector<std::string>& arg
 
 Result<MergeCommand> parse_merge_command(const std::vector<std::string>& args) {
   MergeCommand c;
-  CLI::App app{"kreplay merge: put the results databases of the ranks of one job into one "
-               "database, with a rank column on every table and views that compare the ranks",
-               "kreplay merge"};
+  CLI::App app{
+      "kreplay merge: put the results databases of the ranks of one job into one "
+      "database, with a rank column on every table and views that compare the ranks",
+      "kreplay merge"};
   std::vector<std::string> inputs;
   app.add_option("inputs", inputs,
                  "Results databases, or directories searched for *_results.db (recursively; "
@@ -194,8 +195,9 @@ Result<MergeCommand> parse_merge_command(const std::vector<std::string>& args) {
       ->type_name("DIR|FILE...");
   app.add_option("-o,--output-file", c.output, "The merged database (default: merged_results.db)")
       ->type_name("FILE");
-  app.footer("Example:\n  kreplay merge node01 node02 -o all.db    # every rank's "
-             "<host>/<rank>_results.db\n  kreplay report all.db");
+  app.footer(
+      "Example:\n  kreplay merge node01 node02 -o all.db    # every rank's "
+      "<host>/<rank>_results.db\n  kreplay report all.db");
   ASSIGN_OR_RETURN(auto rest, parse_args(app, args, "merge", &c.help));
   if (c.help) {
     c.help_text = app.help();

@@ -1,6 +1,6 @@
 // The commands on a results database, `kreplay report RUN.db ...`, `kreplay convert RUN.db ...`
-// and `kreplay merge DIR|FILES... -o all.db` (main() hands them argv from the subcommand on). Errors are one "==KREPLAY== error:" line
-// naming the problem and the fix, with exit status 2.
+// and `kreplay merge DIR|FILES... -o all.db` (main() hands them argv from the subcommand on).
+// Errors are one "==KREPLAY== error:" line naming the problem and the fix, with exit status 2.
 #pragma once
 
 #include <optional>

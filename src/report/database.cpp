@@ -37,8 +37,9 @@ Status read_by_rank(SqlDb& db) {
   for (const char* table : {"devices", "kernels", "dispatches", "passes", "counters",
                             "replay_phases", "source_counters"}) {
     if (!db.has_table(table)) continue;
-    ASSIGN_OR_RETURN(SqlStmt s, db.prepare(fmt::format(
-                                    "SELECT name FROM pragma_table_info('{}') ORDER BY cid", table)));
+    ASSIGN_OR_RETURN(
+        SqlStmt s,
+        db.prepare(fmt::format("SELECT name FROM pragma_table_info('{}') ORDER BY cid", table)));
     std::string columns;
     while (s.step()) {
       const std::string c = s.text(0);
@@ -99,9 +100,8 @@ Result<Database> Database::open(const std::string& path) {
                                 "hostname, pid, replay_mode, counter_names, options, start_ns, "
                                 "start_unix_ns, end_ns, exit_code, launches, replayed, declined, "
                                 "not_selected, passes, " +
-                                std::string(out.by_rank ? "rank" : "NULL") +
-                                " FROM run ORDER BY " + (out.by_rank ? "rank, " : "") +
-                                "app_pass"));
+                                std::string(out.by_rank ? "rank" : "NULL") + " FROM run ORDER BY " +
+                                (out.by_rank ? "rank, " : "") + "app_pass"));
     while (s.step()) {
       DbRun r;
       r.app_pass = s.u32(0);

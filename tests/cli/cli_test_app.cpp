@@ -185,17 +185,21 @@ int main(int argc, char** argv) {
   desc.kernels = {
       {"_Z4bumpPjj", bump, {8, 4}}, {"_Z4markPjj", mark, {8, 4}}, {"_Z5stampPj", stamp, {8}}};
   desc.globals = {{"launch_count", sizeof(uint32_t), {}}};
-  const hostrt::Module module = check(hostrt::load_module(desc, static_cast<int>(device)), "load_module");
+  const hostrt::Module module =
+      check(hostrt::load_module(desc, static_cast<int>(device)), "load_module");
   const hostrt::Kernel k_bump = check(hostrt::get_kernel(module, "_Z4bumpPjj"), "bump");
   const hostrt::Kernel k_mark = check(hostrt::get_kernel(module, "_Z4markPjj"), "mark");
   const hostrt::Kernel k_stamp = check(hostrt::get_kernel(module, "_Z5stampPj"), "stamp");
   g_launch_count =
       static_cast<uint32_t*>(check(hostrt::get_global(module, "launch_count"), "global"));
-  auto* x = static_cast<uint32_t*>(check(hostrt::malloc(kN * sizeof(uint32_t), static_cast<int>(device)), "malloc x"));
+  auto* x = static_cast<uint32_t*>(
+      check(hostrt::malloc(kN * sizeof(uint32_t), static_cast<int>(device)), "malloc x"));
   check(hostrt::memset(x, 0, kN * sizeof(uint32_t)), "clear x");
-  auto* y = static_cast<uint32_t*>(check(hostrt::malloc(kN * sizeof(uint32_t), static_cast<int>(device)), "malloc y"));
+  auto* y = static_cast<uint32_t*>(
+      check(hostrt::malloc(kN * sizeof(uint32_t), static_cast<int>(device)), "malloc y"));
   check(hostrt::memset(y, 0, kN * sizeof(uint32_t)), "clear y");
-  auto* z = static_cast<uint32_t*>(check(hostrt::malloc(sizeof(uint32_t), static_cast<int>(device)), "malloc z"));
+  auto* z = static_cast<uint32_t*>(
+      check(hostrt::malloc(sizeof(uint32_t), static_cast<int>(device)), "malloc z"));
   const hostrt::Stream stream = check(hostrt::stream_create(static_cast<int>(device)), "stream");
 
   std::printf("cli-test-app: %u launches of bump\n", launches);

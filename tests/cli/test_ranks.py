@@ -108,7 +108,8 @@ class Ranks(e2e.KreplayTestCase):
         for rank in range(5):
             r = self.rank_run({"RANK": rank}, *PMC, "--ranks", "0,3", "-d", "out")
             self.assertIn("sample-app: OK", r.stdout, str(r))
-            self.assertFalse([l for l in r.kreplay_lines if "without kreplay starting" in l], str(r))
+            self.assertFalse([l for l in r.kreplay_lines if "without kreplay starting" in l],
+                             str(r))
             lines[rank] = [l for l in r.kreplay_lines if "--ranks" in l]
             if rank in (0, 3):
                 self.assertEqual(len(e2e.tally(r)), 1, str(r))
@@ -247,8 +248,8 @@ class Merge(e2e.KreplayTestCase):
                             os.path.join("b", "p_results.db"), "-o", "m.db")
         self.assertEqual(e2e.rows(os.path.join(self.tmp, "m.db"),
                                   "SELECT rank, COUNT(*) AS n FROM dispatches GROUP BY rank"),
-                         [{"rank": 0, "n": e2e.SAMPLE_LAUNCHES}, {"rank": 1, "n": e2e.SAMPLE_LAUNCHES}],
-                         str(r))
+                         [{"rank": 0, "n": e2e.SAMPLE_LAUNCHES},
+                          {"rank": 1, "n": e2e.SAMPLE_LAUNCHES}], str(r))
         meta = e2e.rows(os.path.join(self.tmp, "m.db"),
                         "SELECT value FROM metadata WHERE key = 'merged_ranks'")[0]["value"]
         self.assertEqual(json.loads(meta), {"0": "b/p_results.db", "1": "a/p_results.db"})

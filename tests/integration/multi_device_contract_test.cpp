@@ -54,7 +54,9 @@ struct DeviceKernels {
   hostrt::Kernel scale = 0, gate = 0, accumulate = 0;
 };
 
-int device_count() { return hostrt::config().device_count; }
+int device_count() {
+  return hostrt::config().device_count;
+}
 
 DeviceKernels& kernels(int device) {
   static std::map<int, DeviceKernels> loaded;
@@ -122,7 +124,8 @@ class MultiDevice : public HostDeviceTest {
   static std::map<uint64_t, kreplay_replay_outcome_record_t> outcomes() {
     std::lock_guard lock(tool().mu);
     std::map<uint64_t, kreplay_replay_outcome_record_t> out;
-    for (const auto& e : tool().of(KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY, KREPLAY_KERNEL_REPLAY_CONFIG)) {
+    for (const auto& e :
+         tool().of(KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY, KREPLAY_KERNEL_REPLAY_CONFIG)) {
       if (e.phase == KREPLAY_CALLBACK_PHASE_EXIT) out[e.dispatch_id] = e.outcome;
     }
     return out;
@@ -160,7 +163,8 @@ TEST_F(MultiDevice, AWindowOnOneDeviceDoesNotHoldUpTheOthers) {
   }
   bool all_done_while_gated = true;
   for (auto& f : others) {
-    all_done_while_gated = all_done_while_gated && f.wait_until(deadline) == std::future_status::ready;
+    all_done_while_gated =
+        all_done_while_gated && f.wait_until(deadline) == std::future_status::ready;
   }
   EXPECT_EQ(g_gate_entered.load(), 1) << "the gate's window went on while the others ran";
   EXPECT_TRUE(all_done_while_gated) << "launches on other devices waited for device 0's window";
@@ -208,7 +212,8 @@ TEST_F(MultiDevice, ThreadsOnEveryDeviceAreReplayedRight) {
   std::vector<uint64_t> device_bytes(devices);
   std::map<uint64_t, int> device_of_agent;
   for (int d = 0; d < devices; ++d) {
-    device_bytes[d] = sdk::Runtime::get().engine().inventory().total_bytes(hostrt::testing::agent_of(d));
+    device_bytes[d] =
+        sdk::Runtime::get().engine().inventory().total_bytes(hostrt::testing::agent_of(d));
     device_of_agent[hostrt::testing::agent_of(d)] = d;
   }
   std::vector<std::thread> threads;

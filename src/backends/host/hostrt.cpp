@@ -181,7 +181,9 @@ int owner_of(const void* p) {
   return reinterpret_cast<uintptr_t>(p) < it->first + it->second.size ? it->second.device : -1;
 }
 
-int device_of(const void* p) { return std::max(owner_of(p), 0); }
+int device_of(const void* p) {
+  return std::max(owner_of(p), 0);
+}
 
 /// The devices a copy between @p dst and @p src involves: dst's (device 0 for host memory), and
 /// src's when it is another device's allocation (a peer copy), in ascending order. A peer copy
@@ -202,7 +204,8 @@ std::vector<HostDevice*> copy_devices(const void* dst, const void* src, int stre
 /// and, with @p drain, waits for their work.
 Status guard_and_drain(const std::vector<HostDevice*>& devs,
                        std::vector<replay::Engine::MemoryGuard>* guards, bool drain) {
-  for (HostDevice* dev : devs) guards->push_back(sdk::Runtime::get().engine().guard_memory(dev->agent));
+  for (HostDevice* dev : devs)
+    guards->push_back(sdk::Runtime::get().engine().guard_memory(dev->agent));
   if (drain) {
     for (HostDevice* dev : devs) RETURN_IF_ERROR(dev->drain(UINT32_MAX));
   }
