@@ -69,6 +69,14 @@ const char* reason_text(kreplay_decline_reason_t r) {
 
 std::vector<DeviceSlot*>& detail::thread_windows() { return tls().windows; }
 
+void warn_peer_memory(const kreplay_kernel_dispatch_info_t& info) {
+  KR_WARN_ONCE("peer-memory",
+               "kernels whose arguments point into another device's memory (peer memory; "
+               "first: {}) are not replayed: a snapshot of their own device would not restore "
+               "it; they run once",
+               info.kernel_name ? info.kernel_name : "?");
+}
+
 void Engine::hold_host_waiter(DeviceSlot& slot, const kreplay_kernel_dispatch_info_t& info,
                               std::unique_ptr<device::Launch> running, uint64_t waited_ms,
                               bool mark_kernel) {
@@ -257,11 +265,7 @@ DispatchState* Engine::enter(device::Launch& launch) {
                  info.kernel_name ? info.kernel_name : "?");
     decline(*st, KREPLAY_DECLINE_REASON_DEVICE_HEAP);
   } else if (st->peer_agent != 0) {
-    KR_WARN_ONCE("peer-memory",
-                 "kernels whose arguments point into another device's memory (peer memory; "
-                 "first: {}) are not replayed: a snapshot of their own device would not restore "
-                 "it; they run once",
-                 info.kernel_name ? info.kernel_name : "?");
+    warn_peer_memory(info);
     decline(*st, KREPLAY_DECLINE_REASON_PEER_MEMORY);
   } else if (info.flags & KREPLAY_DISPATCH_FLAG_COLLECTIVE) {
     KR_WARN_ONCE("collective",

@@ -289,6 +289,9 @@ std::vector<DeviceSlot*>& thread_windows();
 /// (KernelEntry::dispatch_flags), not per launch.
 bool is_collective_kernel(const char* name);
 
+/// Once per process: launches over peer memory are not replayed (PEER_MEMORY).
+void warn_peer_memory(const kreplay_kernel_dispatch_info_t& info);
+
 /// What a decline reason means, in words for messages ("graph with a host-function node").
 const char* reason_text(kreplay_decline_reason_t reason);
 

@@ -151,7 +151,7 @@ void Engine::range_enter(DispatchState& st) {
   const bool can_join =
       (st.info.flags & (KREPLAY_DISPATCH_FLAG_CAPTURED | KREPLAY_DISPATCH_FLAG_COLLECTIVE |
                         KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) == 0 &&
-      st.peer_agent == 0 && st.launch->recordable() && range_markers_allow();
+      st.launch->recordable() && range_markers_allow();
   if (!slot.range && can_join) {
     // A launch that reads mapped host memory may wait for the host: it is a range of its own whose
     // own run is not counted and is waited for only briefly.
@@ -159,6 +159,11 @@ void Engine::range_enter(DispatchState& st) {
         graph != nullptr ? graph->whole_decline() : KREPLAY_DECLINE_REASON_NONE;
     if (st.known_host_waiter)
       declined = KREPLAY_DECLINE_REASON_WAITS_FOR_HOST;  // it waited for the host before
+    if (st.peer_agent != 0) {
+      // Its own device's snapshot would not restore the peer memory: a declined range of its own.
+      warn_peer_memory(st.info);
+      declined = KREPLAY_DECLINE_REASON_PEER_MEMORY;
+    }
     if (open_range(slot, st, declined) && st.host_visible) {
       slot.range->probe = true;
       slot.range->counter_session_tried = true;  // its own run is not counted
@@ -229,9 +234,13 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
   }
   if (declined != KREPLAY_DECLINE_REASON_NONE) {
     // Runs once as a range of its own, uncounted: its outcome says why it was not replayed.
-    KR_WARN_ONCE(reason_text(declined), "{} is not replayed ({}): it would do that once per pass; "
-                                        "it runs once, and graphs like it are counted as declined",
-                 first.info.kernel_name ? first.info.kernel_name : "a launch", reason_text(declined));
+    if (declined != KREPLAY_DECLINE_REASON_PEER_MEMORY) {  // said by warn_peer_memory()
+      KR_WARN_ONCE(reason_text(declined),
+                   "{} is not replayed ({}): it would do that once per pass; "
+                   "it runs once, and graphs like it are counted as declined",
+                   first.info.kernel_name ? first.info.kernel_name : "a launch",
+                   reason_text(declined));
+    }
     r->plan.replay = false;
     r->counter_session_tried = true;
   } else if (r->plan.replay) {

@@ -5,7 +5,7 @@
 //   kreplay-cli-test-app [--launches N] [--sleep-ms MS] [--exit-code C]
 //                        [--die term|segv|abort|kill --after K] [--untracked-from K]
 //                        [--two-kernels] [--sync-every S] [--profiler A B] [--nvtx NAME A B]
-//                        [--hang-after K] [--stamp] [--device D]
+//                        [--hang-after K] [--stamp] [--device D] [--peer]
 //
 // It runs N launches (default 4) of one kernel, bump(unsigned* x, unsigned n): x[i] += i + 1 and,
 // on thread 0, one atomic increment of a module-scope launch counter. bump is not idempotent, so
@@ -26,7 +26,8 @@
 // stamp(z), which writes a number that grows with every execution (as a kernel reading a clock
 // would): replayed, its passes leave different memory (what --check-divergence finds). With
 // --device D everything runs on host device D (KREPLAY_HOST_DEVICES must be more than D), as a
-// rank of a job runs on the GPU of its local rank.
+// rank of a job runs on the GPU of its local rank. With --peer, bump's buffer x is on the next
+// device (D + 1, with KREPLAY_HOST_DEVICES > D + 1): every bump reads and writes peer memory.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -99,7 +100,7 @@ T check(kreplay::Result<T> r, const char* what) {
       "cli-test-app: %s\nusage: kreplay-cli-test-app [--launches N] [--sleep-ms MS] "
       "[--exit-code C] [--die term|segv|abort|kill --after K] [--untracked-from K] "
       "[--two-kernels] [--sync-every S] [--profiler A B] [--nvtx NAME A B] [--hang-after K] "
-      "[--stamp] [--device D]\n",
+      "[--stamp] [--device D] [--peer]\n",
       why);
   std::exit(64);
 }
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
   uint32_t launches = 4, exit_code = 0, after = 0, untracked_from = 0, sync_every = 0;
   uint32_t hang_after = 0, device = 0;
   uint32_t profiler_from = 0, profiler_to = 0, nvtx_from = 0, nvtx_to = 0;
-  bool two_kernels = false, stamps = false;
+  bool two_kernels = false, stamps = false, peer = false;
   std::string die_by, nvtx_name;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -162,6 +163,8 @@ int main(int argc, char** argv) {
       nvtx_name = argv[++i];
       nvtx_from = number(argc, argv, &i);
       nvtx_to = number(argc, argv, &i);
+    } else if (a == "--peer") {
+      peer = true;
     } else if (a == "--device") {
       device = number(argc, argv, &i);
     } else if (a == "--hang-after") {
@@ -192,8 +195,9 @@ int main(int argc, char** argv) {
   const hostrt::Kernel k_stamp = check(hostrt::get_kernel(module, "_Z5stampPj"), "stamp");
   g_launch_count =
       static_cast<uint32_t*>(check(hostrt::get_global(module, "launch_count"), "global"));
-  auto* x = static_cast<uint32_t*>(
-      check(hostrt::malloc(kN * sizeof(uint32_t), static_cast<int>(device)), "malloc x"));
+  const int x_device = static_cast<int>(device + (peer ? 1 : 0));
+  auto* x =
+      static_cast<uint32_t*>(check(hostrt::malloc(kN * sizeof(uint32_t), x_device), "malloc x"));
   check(hostrt::memset(x, 0, kN * sizeof(uint32_t)), "clear x");
   auto* y = static_cast<uint32_t*>(
       check(hostrt::malloc(kN * sizeof(uint32_t), static_cast<int>(device)), "malloc y"));

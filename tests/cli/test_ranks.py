@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Many ranks (issue 15, items 2 and 3): each rank of a job writes its own database, and
-`kreplay merge` puts them into one.
+"""Many GPUs and many ranks (issue 15, items 2 and 3, and item 1 end to end): each rank of a job
+writes its own database, and `kreplay merge` puts them into one.
 
 The jobs are simulated the way launchers set up their processes: kreplay runs the host sample apps
 with the launcher's variables set (torchrun's RANK and LOCAL_RANK, Open MPI's
@@ -10,6 +10,7 @@ OMPI_COMM_WORLD_RANK, MPICH's PMI_RANK, Slurm's SLURM_PROCID), once per rank.
   devices that ran launches; with a rank and no -o, the output is <host>/<rank>_results.db.
 - --ranks 0,3 profiles those ranks only: the others run unprofiled, and one line in the whole job
   says so (from the lowest rank that is not profiled). --ranks x is one error line.
+- A kernel over another device's memory (kreplay-cli-test-app --peer) is declined peer_memory.
 - kreplay merge DIR|FILES -o all.db: a rank column on every table, views that compare the ranks,
   refusals (other schema version, other metric set, one rank twice) in one line each, and
   kreplay report reads the merged database.
@@ -133,6 +134,33 @@ class Ranks(e2e.KreplayTestCase):
                 r = self.kreplay("--ranks=" + bad, "--", e2e.SAMPLE_APP, env=env_of())
                 self.assert_one_line_error(r, "--ranks", rc=2)
                 self.assertNotIn("sample-app", r.stdout)
+
+
+class PeerMemory(e2e.KreplayTestCase):
+    """Item 1 end to end: a kernel on one device over another device's buffer runs once, declined
+    peer_memory, in kernel and range replay, and the application's result is right."""
+
+    GROUPS = ["--pmc", "ops", "--pmc", "threads_launched"]  # two passes: replayed
+
+    def test_peer_launches_are_declined(self):
+        for mode in ("kernel", "range"):
+            with self.subTest(mode=mode):
+                r = self.kreplay_ok("--replay-mode", mode, *self.GROUPS, "-d", mode, "--",
+                                    e2e.TEST_APP, "--peer",
+                                    env=env_of(KREPLAY_HOST_DEVICES=2))
+                self.assertIn("cli-test-app: OK", r.stdout, str(r))
+                self.assertEqual(e2e.tally(r)[0]["declined_by_reason"], "peer_memory: 4", str(r))
+                self.assertEqual(len([l for l in r.kreplay_lines if "peer memory" in l]), 1,
+                                 str(r))
+                db = self.db_of(r, os.path.join(self.tmp, mode))
+                self.assertEqual(e2e.rows(db, "SELECT outcome, reason, passes_executed, COUNT(*) "
+                                          "AS n FROM dispatches GROUP BY 1, 2, 3"),
+                                 [{"outcome": "declined", "reason": "peer_memory",
+                                   "passes_executed": 1, "n": 4}])
+        # on its own device the same program is replayed
+        r = self.kreplay_ok("--replay-mode", "kernel", *self.GROUPS, "-d", "own", "--", e2e.TEST_APP,
+                            env=env_of(KREPLAY_HOST_DEVICES=2))
+        self.assertEqual(e2e.tally(r)[0]["replayed"], 4, str(r))
 
 
 class Merge(e2e.KreplayTestCase):
