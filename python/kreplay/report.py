@@ -36,13 +36,33 @@ LAUNCH_SQL = (
 SCHEMA_VERSIONS = (1, 2, 3)
 
 
-def _connect(path):
+# In a database merged by rank (kreplay merge) ids repeat between ranks; the report reads it with
+# every id made rank * RANK_ID_STRIDE + id, as `kreplay report` does (report/database.cpp).
+RANK_ID_STRIDE = 1000000000
+_RANK_TABLES = ("devices", "kernels", "dispatches", "passes", "counters", "replay_phases",
+                "source_counters")
+_RANK_IDS = ("dispatch_id", "kernel_id", "agent_id", "stream_id")
+
+
+def _by_rank(con):
+    return any(r[1] == "rank" for r in con.execute("PRAGMA table_info(dispatches)"))
+
+
+def _connect(path, report=False):
     con = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
     con.row_factory = sqlite3.Row
     version = con.execute("SELECT value FROM metadata WHERE key = 'schema_version'").fetchone()
     if version is None or int(version[0]) not in SCHEMA_VERSIONS:
         raise ValueError("%s has results schema version %s, this package reads versions %s"
                          % (path, version[0] if version else None, SCHEMA_VERSIONS))
+    if report and _by_rank(con):
+        for table in _RANK_TABLES:
+            cols = [r[1] for r in con.execute("PRAGMA main.table_info(%s)" % table)]
+            if not cols:
+                continue
+            select = ", ".join('rank * %d + "%s" AS "%s"' % (RANK_ID_STRIDE, c, c)
+                               if c in _RANK_IDS else '"%s"' % c for c in cols)
+            con.execute("CREATE TEMP VIEW %s AS SELECT %s FROM main.%s" % (table, select, table))
     return con
 
 
@@ -280,16 +300,17 @@ def build_report(path, baseline=None, sections=None, kernel="", launch=None,
     catalog = Catalog(folders)
     every_launch = launch == "all"
     launch_id = None if launch in (None, "all") else int(launch)
-    con = _connect(path)
+    con = _connect(path, report=True)
     try:
         launches = read_launches(con)
         collected = {r[0] for r in con.execute("SELECT DISTINCT name FROM counters")}
         has_source = bool(con.execute(
             "SELECT 1 FROM sqlite_master WHERE name = 'source_counters'").fetchone()) and bool(
             con.execute("SELECT 1 FROM source_counters LIMIT 1").fetchone())
+        by_rank = _by_rank(con)
         runs = [dict(r) for r in con.execute(
-            "SELECT app_pass, replay_mode, kreplay_version, hostname, pid, launches, exit_code "
-            "FROM run ORDER BY app_pass")]
+            "SELECT app_pass, replay_mode, kreplay_version, hostname, pid, launches, exit_code%s "
+            "FROM run ORDER BY %sapp_pass" % ((", rank", "rank, ") if by_rank else ("", "")))]
     finally:
         con.close()
 
@@ -332,7 +353,7 @@ def build_report(path, baseline=None, sections=None, kernel="", launch=None,
         raise ValueError("no launch matches (kernel=%r, launch=%r) in %s" % (kernel, launch, path))
     base_groups = []
     if baseline:
-        bcon = _connect(baseline)
+        bcon = _connect(baseline, report=True)
         try:
             base_groups = _groups(_logical(read_launches(bcon)), kernel, launch_id, every_launch,
                                   True)

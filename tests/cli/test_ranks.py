@@ -229,6 +229,11 @@ class Merge(e2e.KreplayTestCase):
         self.assertRegex(r.stdout, r"sum_reduce\(.*\): 12 launches")
         doc = json.loads(self.kreplay_ok("report", merged, "--format", "json").stdout)
         self.assertEqual([run["rank"] for run in doc["runs"]], [0, 1, 2])
+        # and so does the Python package, to the same numbers
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                        "python"))
+        import kreplay  # noqa: E402
+        self.assertEqual(kreplay.load(merged).report(), doc)
         # files can be named one by one too
         files = e2e.find_files(job, "*_results.db")
         self.kreplay_ok("merge", *files, "-o", "two.db")
