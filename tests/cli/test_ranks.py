@@ -186,6 +186,12 @@ class Merge(e2e.KreplayTestCase):
         for t in tables:
             cols = [c[1] for c in con.execute("SELECT * FROM pragma_table_info(?)", (t,))]
             self.assertIn("rank", cols, t)
+            # keys start with the rank (pk: the column's position in the primary key)
+            key = sorted((c[5], c[1]) for c in con.execute("PRAGMA table_info(%s)" % t) if c[5])
+            if any(n == "app_pass" for _, n in key):
+                self.assertEqual(key[0][1], "rank", (t, key))
+        self.assertEqual(con.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = "
+                                     "'run_by_rank'").fetchone()[0], 1)
         con.close()
         # every row of every rank, with its rank
         for rank in range(3):
