@@ -153,6 +153,13 @@ Result<RankInput> read_rank_input(const std::string& path) {
                              version.status().message()));
   }
   in.schema_version = *version;
+  auto merged = db.query_text("SELECT COUNT(*) FROM metadata WHERE key = 'merged_ranks'");
+  if (merged.ok() && *merged != "0") {
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                 fmt::format("cannot merge '{}': it is a merged database already; merge the "
+                             "ranks' own databases",
+                             path));
+  }
   ASSIGN_OR_RETURN(Stmt stmt, db.prepare("SELECT counter_names FROM run ORDER BY app_pass"));
   while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
     const unsigned char* text = sqlite3_column_text(stmt.get(), 0);

@@ -269,6 +269,10 @@ class Merge(e2e.KreplayTestCase):
         # one rank twice
         r = self.kreplay("merge", db0, db0, "-o", "x.db")
         self.assert_one_line_error(r, "both rank 0", rc=2)
+        # a merged database again
+        self.kreplay_ok("merge", db0, db1, "-o", "m.db")
+        r = self.kreplay("merge", "m.db", db0, "-o", "x.db")
+        self.assert_one_line_error(r, "merged database already", rc=2)
         # nothing to merge
         os.makedirs(os.path.join(self.tmp, "empty"))
         r = self.kreplay("merge", "empty", "-o", "x.db")
