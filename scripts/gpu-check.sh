@@ -2,7 +2,7 @@
 # Everything kreplay checks and measures on a GPU machine, from a tree built elsewhere.
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
-# overhead storage permission passcost ncu range rangecli rangebench, and on request graphprobe peer. (nccl needs two
+# overhead storage permission passcost ncu range rangecli rangebench, and on request divergence graphprobe peer. (nccl needs two
 # GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -272,6 +272,27 @@ PY
         grep -h "crashed\|error" "$W/g_${vname}_$app.log" | head -3 | tee -a "$O/summary.txt"
       done
     done
+    ;;
+  divergence)  # --check-divergence on CUDA: float atomics diverge between passes, x = 0.5x + 0.25 does not
+    step divergence 180 "$K" --metrics "$TEN" --check-divergence --summary -d "$W/divergence" -o run -- \
+      "$D/bin/kreplay_gpu_float_reduce"
+    python3 - "$W/divergence/run_results.db" <<'PY' | tee -a "$O/summary.txt"
+import sqlite3, sys
+try:
+    con = sqlite3.connect(sys.argv[1])
+    rows = con.execute("SELECT k.demangled_name, COUNT(*), SUM(d.divergence_checked), "
+                       "SUM(d.diverged_passes > 0), MAX(d.passes_executed) FROM dispatches d "
+                       "JOIN kernels k USING (app_pass, kernel_id) GROUP BY k.demangled_name").fetchall()
+except Exception as e:  # no database: the step's log says why
+    print("divergence: no database ({})".format(e)); sys.exit(0)
+got = {name.split("(")[0]: (n, checked, diverged, passes) for name, n, checked, diverged, passes in rows}
+for name, (n, checked, diverged, passes) in sorted(got.items()):
+    print("divergence: {} {} launches, {} checked, {} diverged ({} passes)".format(name, n, checked, diverged, passes))
+s, c = got.get("sum_atomic", (0, 0, 0, 0)), got.get("scale", (0, 0, 0, 0))
+ok = s[1] == s[0] > 0 and s[2] > 0 and c[1] == c[0] > 0 and c[2] == 0
+print("divergence_check: {}".format("OK" if ok else "FAILED (want every launch checked, sum_atomic diverged, scale never)"))
+PY
+    grep -h "Diverged:" "$W/divergence.log" | cut -c1-300 | tee -a "$O/summary.txt"
     ;;
   graphprobe)  # what CUPTI's range profiler reports for graph launches (bench/cuda/graph_probe.cu)
     for g in chain fork mixed child memnodes cond_if cond_while; do

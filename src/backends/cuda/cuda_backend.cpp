@@ -179,6 +179,12 @@ Status CudaDevice::find_changed(std::span<const device::CopyRegion> regions, uin
   return o->find_changed(regions, chunk_bytes, digests, changed);
 }
 
+Status CudaDevice::digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                               std::span<uint64_t> digests) {
+  ASSIGN_OR_RETURN(MemoryOps * o, ops());
+  return o->digest_live(regions, chunk_bytes, digests);
+}
+
 Status CudaDevice::restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                            std::span<const uint64_t> chunks) {
   ASSIGN_OR_RETURN(MemoryOps * o, ops());

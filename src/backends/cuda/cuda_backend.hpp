@@ -50,6 +50,9 @@ class CudaDevice final : public device::Device {
                       std::span<const uint64_t> digests, std::vector<uint64_t>* changed) override;
   Status restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                  std::span<const uint64_t> chunks) override;
+  /// --check-divergence: MemoryOps::digest_live (the snapshot's digest kernel without the copy).
+  Status digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                     std::span<uint64_t> digests) override;
   device::CounterBackend* counters() override { return counters_; }
   /// Memory kernels can write that kreplay cannot save and restore: surface-writable CUDA arrays
   /// (kernels write them through surf*write; arrays are not linear device memory). While any
