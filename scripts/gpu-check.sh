@@ -2,7 +2,7 @@
 # Everything kreplay checks and measures on a GPU machine, from a tree built elsewhere.
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
-# overhead storage permission passcost ncu range rangecli rangebench, and on request divergence graphprobe peer. (nccl needs two
+# overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer. (nccl needs two
 # GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -272,6 +272,10 @@ PY
         grep -h "crashed\|error" "$W/g_${vname}_$app.log" | head -3 | tee -a "$O/summary.txt"
       done
     done
+    ;;
+  traffic)  # DRAM bytes per launch, kreplay kernel and range replay vs ncu --cache-control all (and known bytes)
+    step traffic 420 python3 tests/gpu/traffic_check.py "$D" "$W/traffic"
+    cat "$W/traffic.log" | tee -a "$O/summary.txt" | tail -3
     ;;
   divergence)  # --check-divergence on CUDA: float atomics diverge between passes, x = 0.5x + 0.25 does not
     step divergence 180 "$K" --metrics "$TEN" --check-divergence --summary -d "$W/divergence" -o run -- \
