@@ -3,7 +3,7 @@
 // magnitudes into one float with atomicAdd: the order of the additions, and so the rounding of
 // the result, changes from one execution to the next. scale (x = 3x + 1) is deterministic. Each
 // is launched 8 times; the program prints its sums (they differ from run to run, so it has no
-// digest to compare) and checks only that they are finite and near the exact sum.
+// digest to compare) and checks only that they are finite and within 2% of the exact sum.
 #include <cmath>
 
 #include "common.cuh"
@@ -43,7 +43,8 @@ int main() {
     KR_CHECK_LAUNCH();
     float got = 0;
     KR_CHECK(cudaMemcpy(&got, sum, sizeof(float), cudaMemcpyDeviceToHost));
-    KR_EXPECT(std::isfinite(got) && std::fabs(got - exact) <= 1e-3 * std::fabs(exact),
+    // A float accumulator of 4M terms near 7e8 (ulp 64) drifts by up to ~1% from the exact sum.
+    KR_EXPECT(std::isfinite(got) && std::fabs(got - exact) <= 2e-2 * std::fabs(exact),
               "launch %d: sum %.9g, exact %.9g", l, static_cast<double>(got), exact);
     std::printf("float_reduce: launch %d sum %.9g (exact %.9g)\n", l, static_cast<double>(got),
                 exact);
