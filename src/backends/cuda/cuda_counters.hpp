@@ -67,6 +67,9 @@ class CudaCounterBackend final : public device::CounterBackend {
 
   /// The profiler of the calling thread's context, or nullptr.
   cupti::RangeProfiler* profiler();
+  /// The chip name CUPTI reports for the device (the guess until CUPTI answered); the per-pass
+  /// services (services/) ask it too.
+  const std::string& chip();
   /// Every profiler created so far (for cost reports at exit; creates none).
   std::vector<cupti::RangeProfiler*> existing_profilers();
 
@@ -78,7 +81,6 @@ class CudaCounterBackend final : public device::CounterBackend {
   /// Drop the calling context's profiler object: the next use enables a fresh one (after CUPTI
   /// failed, so that one failure loses one collection, not the rest of the run).
   void reset_profiler();
-  const std::string& chip();
 
   CUdevice dev_;
   int ordinal_ = 0;
