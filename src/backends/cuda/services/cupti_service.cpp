@@ -61,6 +61,17 @@ Status service_status(CUptiResult result, const char* call, const char* service,
   return s;
 }
 
+bool yield_counters(CudaDevice* dev, CudaLaunch& launch, const char* service) {
+  auto* counters = dev ? dynamic_cast<CudaCounterBackend*>(dev->counters()) : nullptr;
+  if (counters == nullptr || !counters->yield_profiler(launch)) return false;
+  KR_WARN_ONCE("service-yield",
+               "{} could not start while the counters' range profiler was enabled on the "
+               "context; it is disabled for the service's pass and re-enabled (~170 ms) by the "
+               "next counter pass",
+               service);
+  return true;
+}
+
 // ---- cubins -------------------------------------------------------------------------------
 
 namespace {

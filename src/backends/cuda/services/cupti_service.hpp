@@ -8,6 +8,13 @@
 // and the counter passes run the range profiler on the same context. end_pass also reads the data
 // (PC sampling and SASS metrics lose what is unread when disabled); flush only hands it over.
 //
+// The range profiler is the exception: it stays enabled on the context between counter passes
+// (re-enabling costs ~170 ms). When a service's enable fails while it is there, the service asks
+// the counters to give it up (yield_counters) and tries once more; if that is not possible (the
+// launch is midway through a counter collection) or does not help, the pass's status is
+// SERVICE_CONFLICT, saying that the service could not start next to the counters. Unverified
+// without a GPU: whether CUPTI refuses these APIs next to an enabled range profiler at all.
+//
 // Threading (service.hpp): one launch's passes run on one thread; several launches may run on
 // several threads, so the per-launch holder and the cubin store take a mutex.
 #pragma once
@@ -51,6 +58,11 @@ Result<CUcontext> current_context();
 /// a range profiler on this context (the message says so and how to separate them), else as
 /// cupti::cupti_status.
 Status service_status(CUptiResult result, const char* call, const char* service, CudaDevice* dev);
+
+/// After a failed enable: give up the counters' range profiler on this context, if it holds one
+/// and @p launch is not midway through a counter collection, so the caller can enable once more
+/// (CudaCounterBackend::yield_profiler). Says so once.
+bool yield_counters(CudaDevice* dev, CudaLaunch& launch, const char* service);
 
 // ---- cubins, for the `sass` table ------------------------------------------------------------
 

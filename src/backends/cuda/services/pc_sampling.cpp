@@ -101,8 +101,9 @@ class CudaPcSampling final : public device::PassService {
     CUpti_PCSamplingEnableParams en{};
     en.size = CUpti_PCSamplingEnableParamsSize;
     en.ctx = ctx;
-    if (CUptiResult r = cuptiPCSamplingEnable(&en); r != CUPTI_SUCCESS)
-      return service_status(r, "cuptiPCSamplingEnable", kService, dev_);
+    CUptiResult r = cuptiPCSamplingEnable(&en);
+    if (r != CUPTI_SUCCESS && yield_counters(dev_, *cl, kService)) r = cuptiPCSamplingEnable(&en);
+    if (r != CUPTI_SUCCESS) return service_status(r, "cuptiPCSamplingEnable", kService, dev_);
     Status s = configure_and_start(*armed, settings);
     if (!s.ok()) {
       disable(ctx);

@@ -101,8 +101,9 @@ class CudaPmSampling final : public device::PassService {
     InternalScope internal;
     auto en = KR_CUPTI_PARAMS(CUpti_PmSampling_Enable_Params);
     en.deviceIndex = dev_->desc().device_index;
-    if (CUptiResult r = cuptiPmSamplingEnable(&en); r != CUPTI_SUCCESS)
-      return service_status(r, "cuptiPmSamplingEnable", kService, dev_);
+    CUptiResult r = cuptiPmSamplingEnable(&en);
+    if (r != CUPTI_SUCCESS && yield_counters(dev_, *cl, kService)) r = cuptiPmSamplingEnable(&en);
+    if (r != CUPTI_SUCCESS) return service_status(r, "cuptiPmSamplingEnable", kService, dev_);
     auto armed = std::make_unique<Armed>();
     armed->object = en.pPmSamplingObject;
     armed->config = cfg;

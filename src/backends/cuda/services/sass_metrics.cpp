@@ -123,8 +123,9 @@ class CudaSassMetrics final : public device::PassService {
     set.numOfMetricConfig = configs.size();
     set.pConfigs = configs.data();
     set.deviceIndex = dev_->desc().device_index;
-    if (CUptiResult r = cuptiSassMetricsSetConfig(&set); r != CUPTI_SUCCESS)
-      return service_status(r, "cuptiSassMetricsSetConfig", kService, dev_);
+    CUptiResult r = cuptiSassMetricsSetConfig(&set);
+    if (r != CUPTI_SUCCESS && yield_counters(dev_, *cl, kService)) r = cuptiSassMetricsSetConfig(&set);
+    if (r != CUPTI_SUCCESS) return service_status(r, "cuptiSassMetricsSetConfig", kService, dev_);
     auto armed = std::make_unique<Armed>();
     armed->ctx = ctx;
     armed->metrics = settings.metrics;
@@ -132,7 +133,9 @@ class CudaSassMetrics final : public device::PassService {
     auto en = KR_CUPTI_PARAMS(CUpti_SassMetricsEnable_Params);
     en.ctx = ctx;
     en.enableLazyPatching = armed->lazy ? 1 : 0;
-    if (CUptiResult r = cuptiSassMetricsEnable(&en); r != CUPTI_SUCCESS) {
+    r = cuptiSassMetricsEnable(&en);
+    if (r != CUPTI_SUCCESS && yield_counters(dev_, *cl, kService)) r = cuptiSassMetricsEnable(&en);
+    if (r != CUPTI_SUCCESS) {
       unset_config();
       return service_status(r, "cuptiSassMetricsEnable", kService, dev_);
     }
