@@ -33,7 +33,8 @@ Result<std::vector<SassMetricInfo>> sass_metrics(const std::string& chip) {
   }
   if (r == CUPTI_ERROR_NOT_INITIALIZED) {
     auto init = KR_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
-    if (cuptiProfilerInitialize(&init) == CUPTI_SUCCESS) r = cuptiSassMetricsGetNumOfMetrics(&count);
+    if (cuptiProfilerInitialize(&init) == CUPTI_SUCCESS)
+      r = cuptiSassMetricsGetNumOfMetrics(&count);
   }
   if (r != CUPTI_SUCCESS) {
     return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
@@ -92,7 +93,8 @@ Result<std::vector<StallReason>> pc_stall_reasons_of_device(int ordinal) {
   RETURN_IF_ERROR(memdrv::check(d.cuDeviceGet(&dev, ordinal), "cuDeviceGet"));
   CUcontext ctx = nullptr;
   RETURN_IF_ERROR(memdrv::check(d.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain"));
-  Result<std::vector<StallReason>> out = Error(KREPLAY_STATUS_ERROR_INTERNAL, "stall reasons not read");
+  Result<std::vector<StallReason>> out =
+      Error(KREPLAY_STATUS_ERROR_INTERNAL, "stall reasons not read");
   if (Status pushed = memdrv::check(d.cuCtxPushCurrent(ctx), "cuCtxPushCurrent"); !pushed.ok()) {
     out = pushed;
   } else {

@@ -16,9 +16,9 @@ TEST(ServiceCatalog, ListsGh100SassMetricsWithTheDefaultSet) {
   ASSERT_TRUE(list.ok()) << list.status().message();
   EXPECT_GE(list->size(), 20u);
   for (const char* d : kSassDefaultSet) {
-    EXPECT_TRUE(std::any_of(list->begin(), list->end(),
-                            [&](const SassMetricInfo& m) { return m.name == d; }))
-        << d;
+    EXPECT_TRUE(std::any_of(list->begin(), list->end(), [&](const SassMetricInfo& m) {
+      return m.name == d;
+    })) << d;
   }
   EXPECT_TRUE(std::is_sorted(list->begin(), list->end(),
                              [](const auto& a, const auto& b) { return a.name < b.name; }));

@@ -45,8 +45,7 @@ Result<CUcontext> current_context() {
   return ctx;
 }
 
-Status service_status(CUptiResult result, const char* call, const char* service,
-                      CudaDevice* dev) {
+Status service_status(CUptiResult result, const char* call, const char* service, CudaDevice* dev) {
   Status s = cupti::cupti_status(result, call);
   if (s.ok()) return s;
   auto* counters = dev ? dynamic_cast<CudaCounterBackend*>(dev->counters()) : nullptr;

@@ -182,8 +182,8 @@ class CudaPcSampling final : public device::PassService {
       attrs.push_back(info);
       return attrs.back().attributeData;
     };
-    attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE).collectionModeData.collectionMode =
-        CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED;
+    attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE)
+        .collectionModeData.collectionMode = CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED;
     attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
         .enableStartStopControlData.enableStartStopControl = 1;
     attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT)
@@ -206,9 +206,10 @@ class CudaPcSampling final : public device::PassService {
       for (const auto& a : attrs) {
         if (a.attributeStatus != CUPTI_SUCCESS) {
           return service_status(
-              r, fmt::format("cuptiPCSamplingSetConfigurationAttribute (attribute {})",
-                             static_cast<int>(a.attributeType))
-                     .c_str(),
+              r,
+              fmt::format("cuptiPCSamplingSetConfigurationAttribute (attribute {})",
+                          static_cast<int>(a.attributeType))
+                  .c_str(),
               kService, dev_);
         }
       }

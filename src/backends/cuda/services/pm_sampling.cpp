@@ -28,8 +28,8 @@
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/cuda_counters.hpp"
 #include "backends/cuda/cupti/cupti_common.hpp"
-#include "backends/cuda/cupti/range_profiler.hpp"
 #include "backends/cuda/cupti/profiler_host.hpp"
+#include "backends/cuda/cupti/range_profiler.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/services/cupti_service.hpp"
 #include "common/logging.hpp"
@@ -90,7 +90,8 @@ class CudaPmSampling final : public device::PassService {
     RETURN_IF_ERROR(host->validate(settings.metrics));
     // Single pass or nothing: checked now when the device answers, else at the first pass.
     auto cfg = const_cast<CudaPmSampling*>(this)->config_for(settings.metrics);
-    if (!cfg.ok() && cfg.status().code() == KREPLAY_STATUS_ERROR_EXCEEDS_HW_LIMIT) return cfg.status();
+    if (!cfg.ok() && cfg.status().code() == KREPLAY_STATUS_ERROR_EXCEEDS_HW_LIMIT)
+      return cfg.status();
     return Status::Ok();
   }
 
@@ -115,8 +116,8 @@ class CudaPmSampling final : public device::PassService {
     set.samplingInterval = settings.period;
     set.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
     set.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
-    Status s = service_status(cuptiPmSamplingSetConfig(&set), "cuptiPmSamplingSetConfig",
-                              kService, dev_);
+    Status s =
+        service_status(cuptiPmSamplingSetConfig(&set), "cuptiPmSamplingSetConfig", kService, dev_);
     if (s.ok()) {
       auto start = KR_CUPTI_PARAMS(CUpti_PmSampling_Start_Params);
       start.pPmSamplingObject = armed->object;

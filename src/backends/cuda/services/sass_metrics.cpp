@@ -124,7 +124,8 @@ class CudaSassMetrics final : public device::PassService {
     set.pConfigs = configs.data();
     set.deviceIndex = dev_->desc().device_index;
     CUptiResult r = cuptiSassMetricsSetConfig(&set);
-    if (r != CUPTI_SUCCESS && yield_counters(dev_, *cl, kService)) r = cuptiSassMetricsSetConfig(&set);
+    if (r != CUPTI_SUCCESS && yield_counters(dev_, *cl, kService))
+      r = cuptiSassMetricsSetConfig(&set);
     if (r != CUPTI_SUCCESS) return service_status(r, "cuptiSassMetricsSetConfig", kService, dev_);
     auto armed = std::make_unique<Armed>();
     armed->ctx = ctx;
@@ -164,10 +165,11 @@ class CudaSassMetrics final : public device::PassService {
     if (values->empty()) {
       if (armed->lazy) {
         lazy_ = false;
-        KR_WARN_ONCE("sass-lazy",
-                     "SASS metrics: lazy patching enabled in the launch callback collected nothing; "
-                     "later passes patch every function when enabled "
-                     "(KREPLAY_SASS_LAZY_PATCHING=0 starts that way)");
+        KR_WARN_ONCE(
+            "sass-lazy",
+            "SASS metrics: lazy patching enabled in the launch callback collected nothing; "
+            "later passes patch every function when enabled "
+            "(KREPLAY_SASS_LAZY_PATCHING=0 starts that way)");
       }
       // Kept: flush tells an empty pass that ran from one that did not (the SDK drops samples of
       // a pass that did not complete).
