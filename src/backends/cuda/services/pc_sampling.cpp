@@ -68,11 +68,20 @@ class CudaPcSampling final : public device::PassService {
 
   kreplay_pass_service_kind_t kind() const override { return KREPLAY_PASS_SERVICE_PC_SAMPLING; }
 
+  // The reasons a pass saw; before any pass, those of the device's primary context (enabling PC
+  // sampling there for the query, which a tool should not do while kernels run).
   std::vector<device::ServiceMetric> metrics() const override {
+    std::vector<cupti::StallReason> reasons;
+    {
+      std::lock_guard lock(mu_);
+      reasons = reasons_seen_;
+    }
+    if (reasons.empty()) {
+      auto queried = cupti::pc_stall_reasons_of_device(static_cast<int>(dev_->desc().device_index));
+      if (queried.ok()) reasons = std::move(queried).value();
+    }
     std::vector<device::ServiceMetric> out;
-    auto reasons = cupti::pc_stall_reasons_of_device(static_cast<int>(dev_->desc().device_index));
-    if (!reasons.ok()) return out;
-    for (const auto& r : *reasons)
+    for (const auto& r : reasons)
       out.push_back({r.name, "PC-sampling stall reason (CUPTI).", true});
     return out;
   }
@@ -110,6 +119,7 @@ class CudaPcSampling final : public device::PassService {
       return s;
     }
     std::lock_guard lock(mu_);
+    if (reasons_seen_.empty()) reasons_seen_ = armed->reasons;
     armed_[&launch] = std::move(armed);
     return Status::Ok();
   }
@@ -260,8 +270,9 @@ class CudaPcSampling final : public device::PassService {
   }
 
   CudaDevice* dev_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::unordered_map<const device::Launch*, std::unique_ptr<Armed>> armed_;
+  std::vector<cupti::StallReason> reasons_seen_;
   PassSamples samples_;
 };
 
