@@ -3,6 +3,7 @@
 #include <cupti_pcsampling.h>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -77,12 +78,13 @@ namespace {
 
 struct Cubin {
   std::vector<std::byte> bytes;
-  std::optional<uint64_t> crc;  // computed on first lookup (never in the module callback)
+  std::atomic<uint64_t> crc{0};  // computed on first lookup (never in the module callback)
+  std::atomic<bool> crc_known{false};
 };
 
 struct CubinStore {
   std::mutex mu;
-  std::map<uint32_t, Cubin> by_module;
+  std::map<uint32_t, std::shared_ptr<Cubin>> by_module;
   std::map<std::tuple<uint64_t, std::string, uint64_t>, SourceLine> lines;
 };
 
@@ -91,15 +93,18 @@ CubinStore& store() {
   return *s;
 }
 
+// Called without the store's lock: CUPTI may load modules (and so call back into
+// remember_cubin) while it works.
 uint64_t crc_of(Cubin& c) {
-  if (!c.crc) {
+  if (!c.crc_known.load()) {
     CUpti_GetCubinCrcParams p{};
     p.size = CUpti_GetCubinCrcParamsSize;
     p.cubin = c.bytes.data();
     p.cubinSize = c.bytes.size();
     c.crc = cuptiGetCubinCrc(&p) == CUPTI_SUCCESS ? p.cubinCrc : 0;
+    c.crc_known = true;
   }
-  return *c.crc;
+  return c.crc.load();
 }
 
 }  // namespace
@@ -115,9 +120,9 @@ bool cubins_wanted() {
 
 void remember_cubin(uint32_t module_id, const void* cubin, size_t size) {
   if (cubin == nullptr || size == 0) return;
-  Cubin c;
+  auto c = std::make_shared<Cubin>();
   const auto* b = static_cast<const std::byte*>(cubin);
-  c.bytes.assign(b, b + size);
+  c->bytes.assign(b, b + size);
   std::lock_guard lock(store().mu);
   store().by_module[module_id] = std::move(c);
 }
@@ -131,19 +136,23 @@ void forget_cubin(uint32_t module_id) {
 SourceLine source_line(uint64_t crc, bool crc32_only, const std::string& function,
                        uint64_t pc_offset) {
   InternalScope internal;
-  std::lock_guard lock(store().mu);
   auto& s = store();
   auto key = std::make_tuple(crc, function, pc_offset);
-  if (auto it = s.lines.find(key); it != s.lines.end()) return it->second;
+  std::vector<std::shared_ptr<Cubin>> cubins;
+  {
+    std::lock_guard lock(s.mu);
+    if (auto it = s.lines.find(key); it != s.lines.end()) return it->second;
+    for (const auto& [id, c] : s.by_module) cubins.push_back(c);
+  }
   SourceLine out;
-  for (auto& [id, c] : s.by_module) {
-    const uint64_t mine = crc_of(c);
+  for (const auto& c : cubins) {
+    const uint64_t mine = crc_of(*c);
     if (mine == 0 || (crc32_only ? (mine & 0xffffffffu) != (crc & 0xffffffffu) : mine != crc))
       continue;
     CUpti_GetSassToSourceCorrelationParams p{};
     p.size = CUpti_GetSassToSourceCorrelationParamsSize;
-    p.cubin = c.bytes.data();
-    p.cubinSize = c.bytes.size();
+    p.cubin = c->bytes.data();
+    p.cubinSize = c->bytes.size();
     p.functionName = function.c_str();
     p.pcOffset = pc_offset;
     if (cuptiGetSassToSourceCorrelation(&p) == CUPTI_SUCCESS) {
@@ -158,6 +167,7 @@ SourceLine source_line(uint64_t crc, bool crc32_only, const std::string& functio
     std::free(p.dirName);
     break;
   }
+  std::lock_guard lock(s.mu);
   s.lines.emplace(std::move(key), out);
   return out;
 }

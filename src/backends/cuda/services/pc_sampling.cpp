@@ -15,7 +15,10 @@
 //
 // Unverified without a GPU: that Enable inside the launch callback (where the engine calls
 // begin_pass) works; the NVIDIA sample enables at context creation. If it does not, Enable fails
-// and the pass's record carries CUPTI's message.
+// and the pass's record carries CUPTI's message. Also unverified: third-party code (unattributed)
+// reports that PC sampling stops working once CUPTI's profiler is initialized
+// (cuptiProfilerInitialize, which the counters and the other two services call); if PC sampling
+// fails only next to them, that is the first suspect.
 #include <cupti_pcsampling.h>
 #include <fmt/format.h>
 

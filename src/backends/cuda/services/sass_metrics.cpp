@@ -124,6 +124,11 @@ class CudaSassMetrics final : public device::PassService {
     set.pConfigs = configs.data();
     set.deviceIndex = dev_->desc().device_index;
     CUptiResult r = cuptiSassMetricsSetConfig(&set);
+    if (r == CUPTI_ERROR_INVALID_OPERATION) {
+      // A config is still set on the device (an earlier unset failed): unset it and set ours.
+      unset_config();
+      r = cuptiSassMetricsSetConfig(&set);
+    }
     if (r != CUPTI_SUCCESS && yield_counters(dev_, *cl, kService))
       r = cuptiSassMetricsSetConfig(&set);
     if (r != CUPTI_SUCCESS) return service_status(r, "cuptiSassMetricsSetConfig", kService, dev_);
@@ -247,7 +252,9 @@ class CudaSassMetrics final : public device::PassService {
         props.numOfPatchedInstructionRecords * slots, CUpti_SassMetrics_InstanceValue{kUnused, 0});
     std::vector<CUpti_SassMetrics_Data> records(props.numOfPatchedInstructionRecords);
     for (size_t i = 0; i < records.size(); ++i) {
-      records[i].structSize = CUpti_SassMetricsFlushData_Params_STRUCT_SIZE;  // as the header asks
+      // The header asks for CUpti_SassMetricsFlushData_Params_STRUCT_SIZE here, which looks like
+      // a slip (that is another struct's size); users of the API pass the record's own size.
+      records[i].structSize = sizeof(CUpti_SassMetrics_Data);
       records[i].pInstanceValues = &values[i * slots];
     }
     auto flush = KR_CUPTI_PARAMS(CUpti_SassMetricsFlushData_Params);
