@@ -4,10 +4,10 @@
 // Kernel-serialized collection mode with start/stop control, on the launch's context, strictly
 // inside the pass (cupti_service.hpp): begin_pass enables PC sampling, sets the attributes and
 // starts; end_pass stops, reads every PC with cuptiPCSamplingGetData until none remains, disables
-// (which writes what was still pending into the buffer given as SAMPLING_DATA_BUFFER, read last)
-// and keeps the samples for flush. Enabling per pass costs more than enabling once per context,
-// but nothing of PC sampling (serialized kernels, the sampling hardware) is on during the other
-// passes of the launch, counter passes included.
+// (which may write what was still pending into the buffer given as SAMPLING_DATA_BUFFER, read
+// last) and keeps the samples for flush. Enabling per pass costs more than enabling once per
+// context, but nothing of PC sampling (serialized kernels, the sampling hardware) is on during the
+// other passes of the launch, counter passes included.
 //
 // One sample per (function, PC, stall reason) with the number of samples. CUPTI gives no
 // instruction text (left empty; a later step may disassemble the cubin with nvdisasm); the source
@@ -142,7 +142,10 @@ class CudaPcSampling final : public device::PassService {
     stop.size = CUpti_PCSamplingStopParamsSize;
     stop.ctx = armed->ctx;
     Status s = service_status(cuptiPCSamplingStop(&stop), "cuptiPCSamplingStop", kService, dev_);
-    // Every PC: GetData hands out at most collectNumPcs per call and says how many remain.
+    // Every PC. In kernel-serialized mode CUPTI fills the configured buffer after the kernel and
+    // GetData hands that out (emptying it) and then what did not fit, at most collectNumPcs per
+    // call, saying how many remain: call until both are empty, as NVIDIA's PC-sampling sample
+    // does at the launch's exit.
     for (int calls = 0; s.ok() && calls < 100000; ++calls) {
       CUpti_PCSamplingGetDataParams get{};
       get.size = CUpti_PCSamplingGetDataParamsSize;
@@ -154,9 +157,12 @@ class CudaPcSampling final : public device::PassService {
         break;
       }
       add(armed->read_buffer->data, counts);
-      if (armed->read_buffer->data.remainingNumPcs == 0) break;
+      if (armed->read_buffer->data.remainingNumPcs == 0 &&
+          armed->config_buffer->data.totalNumPcs == 0)
+        break;
     }
     disable(armed->ctx);
+    // What the hardware delivered late: Disable writes it into the configured buffer.
     add(armed->config_buffer->data, counts);
     if (!s.ok()) return s;
     std::vector<device::ServiceSample> out;
