@@ -146,7 +146,7 @@ class CudaPcSampling final : public device::PassService {
     // GetData hands that out (emptying it) and then what did not fit, at most collectNumPcs per
     // call, saying how many remain: call until both are empty, as NVIDIA's PC-sampling sample
     // does at the launch's exit.
-    for (int calls = 0; s.ok() && calls < 100000; ++calls) {
+    for (int calls = 0; s.ok() && calls < 10000; ++calls) {
       CUpti_PCSamplingGetDataParams get{};
       get.size = CUpti_PCSamplingGetDataParamsSize;
       get.ctx = armed->ctx;
@@ -156,9 +156,12 @@ class CudaPcSampling final : public device::PassService {
         s = service_status(r, "cuptiPCSamplingGetData", kService, dev_);
         break;
       }
+      const size_t got = armed->read_buffer->data.totalNumPcs;
       add(armed->read_buffer->data, counts);
+      // A call that hands out nothing ends it too: should CUPTI not empty the configured buffer,
+      // its PCs are read once, after Disable, instead of once per call.
       if (armed->read_buffer->data.remainingNumPcs == 0 &&
-          armed->config_buffer->data.totalNumPcs == 0)
+          (armed->config_buffer->data.totalNumPcs == 0 || got == 0))
         break;
     }
     disable(armed->ctx);
