@@ -113,7 +113,7 @@ class CudaPmSampling final : public device::PassService {
     set.configSize = cfg->image.size();
     set.pConfig = cfg->image.data();
     set.hardwareBufferSize = kHardwareBufferBytes;
-    set.samplingInterval = settings.period;
+    set.samplingInterval = settings.period != 0 ? settings.period : kDefaultIntervalNs;
     set.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
     set.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
     Status s =

@@ -103,8 +103,11 @@ class CudaSassMetrics final : public device::PassService {
     return Status::Ok();
   }
 
-  Status begin_pass(device::Launch& launch, const device::ServiceSettings& settings) override {
+  Status begin_pass(device::Launch& launch, const device::ServiceSettings& given) override {
     ASSIGN_OR_RETURN(CudaLaunch * cl, cuda_launch(launch));
+    // Settings the SDK could not check (no agent yet when the tool configured): the default set.
+    device::ServiceSettings settings = given;
+    if (settings.metrics.empty()) RETURN_IF_ERROR(configure(settings));
     if (cl->capturing) return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "stream is being captured");
     ASSIGN_OR_RETURN(CUcontext ctx, current_context());
     ASSIGN_OR_RETURN(std::vector<cupti::SassMetricInfo> cat, catalog());
