@@ -2,7 +2,8 @@
 # Everything kreplay checks and measures on a GPU machine, from a tree built elsewhere.
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
-# overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer. (nccl needs two
+# overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
+# services servicesbench. (nccl needs two
 # GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -297,6 +298,48 @@ ok = s[1] == s[0] > 0 and s[2] > 0 and c[1] == c[0] > 0 and c[2] == 0
 print("divergence_check: {}".format("OK" if ok else "FAILED (want every launch checked, sum_atomic diverged, scale never)"))
 PY
     grep -h "Diverged:" "$W/divergence.log" | cut -c1-300 | tee -a "$O/summary.txt"
+    ;;
+  services)  # the per-pass services (issue 11 item 7): PC samples of a hot loop, SASS counts against the
+              # counter, PM samples of a compute then streaming kernel, counters next to the services
+    step services_list_avail 60 "$K" --list-avail
+    grep -E "^# (chip .*(SASS metrics|stall reasons)|SASS metrics|PM sampling|PC sampling)" \
+      "$W/services_list_avail.log" | tee -a "$O/summary.txt"
+    step services_check 110 python3 tests/gpu/services_check.py "$D" "$W/services"
+    grep -hE "^(PASS|FAIL|SKIP) " "$W/services_check.log" | tee -a "$O/summary.txt"
+    ;;
+  servicesbench)  # time per launch of each service's pass, kreplay next to ncu's sections, on
+                  # services_kernels (6 launches, every one profiled), one run each
+    SA=$D/bin/kreplay_gpu_services_kernels
+    step sb_plain 10 "$SA"
+    step sb_timing 25 "$K" --timing-pass --kernel-include-regex . -d "$W/sb_timing" -o run -- "$SA"
+    step sb_pc 25 "$K" --pc-sampling --kernel-include-regex . -d "$W/sb_pc" -o run -- "$SA"
+    step sb_sass 25 "$K" --source-counters --kernel-include-regex . -d "$W/sb_sass" -o run -- "$SA"
+    step sb_pm 25 "$K" --pm-sampling dram__bytes_read.sum,smsp__inst_executed.sum \
+      --kernel-include-regex . -d "$W/sb_pm" -o run -- "$SA"
+    for sec in WarpStateStats SourceCounters PmSampling; do
+      step "sb_ncu_$sec" 23 ncu --replay-mode kernel --cache-control all --clock-control none \
+        --section "$sec" "$SA"
+    done
+    python3 - "$O/summary.txt" <<'PY' 2>&1 | tee -a "$O/summary.txt"
+import re, sys
+ms = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"(sb_\w+) rc=(\d+) ms=(\d+)", line)
+    if m:
+        ms[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+launches = 6
+def per(name, base="sb_plain"):
+    if name not in ms or base not in ms or ms[name][0] != 0:
+        return "   n/a"
+    return f"{(ms[name][1] - ms[base][1]) / launches:6.1f}"
+print(f"servicesbench ms per launch over the plain run ({launches} launches); kreplay's replay alone "
+      f"(--timing-pass) {per('sb_timing')}")
+for svc, k, n in [("PC sampling", "sb_pc", "sb_ncu_WarpStateStats"),
+                  ("SASS metrics", "sb_sass", "sb_ncu_SourceCounters"),
+                  ("PM sampling", "sb_pm", "sb_ncu_PmSampling")]:
+    print(f"servicesbench {svc:13s} kreplay {per(k)} (pass alone {per(k, 'sb_timing')})   "
+          f"ncu --section {n[7:]:15s} {per(n)}")
+PY
     ;;
   graphprobe)  # what CUPTI's range profiler reports for graph launches (bench/cuda/graph_probe.cu)
     for g in chain fork mixed child memnodes cond_if cond_while; do

@@ -53,7 +53,8 @@ void add_service_options(CLI::App& app, ServiceRaw& r) {
   app.add_flag("--pc-sampling", r.pc, "Warp-state samples per instruction (stall reasons)")
       ->group(group);
   app.add_option("--pc-sampling-period", r.pc_period,
-                 "With --pc-sampling: a sample every 2^N cycles, 5..31 (default 10)")
+                 "With --pc-sampling: a sample every 2^N cycles, 5..31 (default: 10 on the host "
+                 "device, CUPTI's own on CUDA)")
       ->type_name("N")
       ->group(group);
   app.add_option("--sass-metrics", r.sass,
@@ -73,7 +74,8 @@ void add_service_options(CLI::App& app, ServiceRaw& r) {
       ->type_name("M1,M2,...")
       ->group(group);
   app.add_option("--pm-sampling-interval", r.pm_interval,
-                 "With --pm-sampling: nanoseconds between samples (default 1000)")
+                 "With --pm-sampling: nanoseconds between samples (default: 1000 on the host "
+                 "device, 20000 on CUDA)")
       ->type_name("NS")
       ->group(group);
   for (auto [position, flag] : {std::pair{&r.timing_position, "--timing-pass-position"},

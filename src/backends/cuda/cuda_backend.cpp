@@ -9,6 +9,7 @@
 #include "backends/cuda/graphs.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/memory/memory_ops.hpp"
+#include "backends/cuda/services/cupti_service.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
 #include "sdk/runtime.hpp"
@@ -143,6 +144,28 @@ Status CudaDevice::drain(uint64_t timeout_ms) {
   }
   KR_CU(cuCtxSynchronize());
   return Status::Ok();
+}
+
+device::PassService* CudaDevice::service(int kind) {
+  if (kind <= KREPLAY_PASS_SERVICE_NONE || kind >= KREPLAY_PASS_SERVICE_LAST) return nullptr;
+  std::lock_guard lock(services_mu_);
+  auto& svc = services_[static_cast<size_t>(kind)];
+  if (!svc) {
+    switch (kind) {
+      case KREPLAY_PASS_SERVICE_PC_SAMPLING:
+        svc = services::make_pc_sampling(this);
+        break;
+      case KREPLAY_PASS_SERVICE_SASS_METRICS:
+        svc = services::make_sass_metrics(this);
+        break;
+      case KREPLAY_PASS_SERVICE_PM_SAMPLING:
+        svc = services::make_pm_sampling(this);
+        break;
+      default:
+        break;
+    }
+  }
+  return svc.get();
 }
 
 Status CudaDevice::flush_caches() {
