@@ -2,13 +2,14 @@
 // (instructions and threads executed, global memory instructions and sectors), what ncu's
 // SourceCounters section shows.
 //
-// Strictly inside the pass (cupti_service.hpp): begin_pass sets the device's config
-// (cuptiSassMetricsSetConfig, one value per GPU: output granularity GPU) and enables patching on
-// the launch's context with lazy patching (only functions that run are patched, at their first
-// execution in the enable/disable range); end_pass reads the records
-// (cuptiSassMetricsGetDataProperties, cuptiSassMetricsFlushData) before cuptiSassMetricsDisable,
-// which discards what is unread and unpatches, then unsets the config. Counter passes of the
-// same launch therefore run unpatched code.
+// Strictly inside the pass (cupti_service.hpp): begin_pass enables patching on the launch's
+// context with lazy patching (only functions that run are patched, at their first execution in
+// the enable/disable range); end_pass reads the records (cuptiSassMetricsGetDataProperties,
+// cuptiSassMetricsFlushData) before cuptiSassMetricsDisable, which discards what is unread and
+// unpatches. Counter passes of the same launch therefore run unpatched code. The device's config
+// (cuptiSassMetricsSetConfig, one value per GPU: output granularity GPU) is set at the first pass
+// and kept while the metrics stay the same: on the H200 (CUDA 13.0) a SetConfig after an
+// UnsetConfig failed with CUPTI_ERROR_OUT_OF_MEMORY on every pass after the first.
 //
 // Unverified without a GPU, and a known risk (notes-services-and-anchors.md §3b, unattributed
 // reports): with CUDA 13.0 lazy patching collects nothing when enabled inside the launch callback,
@@ -122,19 +123,28 @@ class CudaSassMetrics final : public device::PassService {
       configs.push_back({it->id, CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU});
     }
     InternalScope internal;
-    auto set = KR_CUPTI_PARAMS(CUpti_SassMetricsSetConfig_Params);
-    set.numOfMetricConfig = configs.size();
-    set.pConfigs = configs.data();
-    set.deviceIndex = dev_->desc().device_index;
-    CUptiResult r = cuptiSassMetricsSetConfig(&set);
-    if (r == CUPTI_ERROR_INVALID_OPERATION) {
-      // A config is still set on the device (an earlier unset failed): unset it and set ours.
-      unset_config();
-      r = cuptiSassMetricsSetConfig(&set);
+    CUptiResult r = CUPTI_SUCCESS;
+    {
+      std::lock_guard lock(config_mu_);
+      if (configured_ != settings.metrics) {
+        if (configured_) unset_config();
+        configured_.reset();
+        auto set = KR_CUPTI_PARAMS(CUpti_SassMetricsSetConfig_Params);
+        set.numOfMetricConfig = configs.size();
+        set.pConfigs = configs.data();
+        set.deviceIndex = dev_->desc().device_index;
+        r = cuptiSassMetricsSetConfig(&set);
+        if (r == CUPTI_ERROR_INVALID_OPERATION) {
+          // A config is still set on the device (an earlier unset failed): unset it and set ours.
+          unset_config();
+          r = cuptiSassMetricsSetConfig(&set);
+        }
+        if (r != CUPTI_SUCCESS && yield_counters(dev_, *cl, kService))
+          r = cuptiSassMetricsSetConfig(&set);
+        if (r != CUPTI_SUCCESS) return service_status(r, "cuptiSassMetricsSetConfig", kService, dev_);
+        configured_ = settings.metrics;
+      }
     }
-    if (r != CUPTI_SUCCESS && yield_counters(dev_, *cl, kService))
-      r = cuptiSassMetricsSetConfig(&set);
-    if (r != CUPTI_SUCCESS) return service_status(r, "cuptiSassMetricsSetConfig", kService, dev_);
     auto armed = std::make_unique<Armed>();
     armed->ctx = ctx;
     armed->metrics = settings.metrics;
@@ -144,10 +154,7 @@ class CudaSassMetrics final : public device::PassService {
     en.enableLazyPatching = armed->lazy ? 1 : 0;
     r = cuptiSassMetricsEnable(&en);
     if (r != CUPTI_SUCCESS && yield_counters(dev_, *cl, kService)) r = cuptiSassMetricsEnable(&en);
-    if (r != CUPTI_SUCCESS) {
-      unset_config();
-      return service_status(r, "cuptiSassMetricsEnable", kService, dev_);
-    }
+    if (r != CUPTI_SUCCESS) return service_status(r, "cuptiSassMetricsEnable", kService, dev_);
     std::lock_guard lock(mu_);
     armed_[&launch] = std::move(armed);
     return Status::Ok();
@@ -167,7 +174,6 @@ class CudaSassMetrics final : public device::PassService {
     auto dis = KR_CUPTI_PARAMS(CUpti_SassMetricsDisable_Params);
     dis.ctx = armed->ctx;
     CUptiResult dr = cuptiSassMetricsDisable(&dis);
-    unset_config();
     if (!values.ok()) return values.status();
     if (dr != CUPTI_SUCCESS) return service_status(dr, "cuptiSassMetricsDisable", kService, dev_);
     if (values->empty()) {
@@ -294,6 +300,8 @@ class CudaSassMetrics final : public device::PassService {
 
   CudaDevice* dev_;
   std::atomic<bool> lazy_;
+  std::mutex config_mu_;
+  std::optional<std::vector<std::string>> configured_;  // the metrics set on the device
   mutable std::mutex catalog_mu_;
   mutable std::optional<std::vector<cupti::SassMetricInfo>> catalog_;
   std::mutex mu_;
