@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench. (nccl needs two
+# services servicesbench servicesuite. (nccl needs two
 # GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -340,6 +340,35 @@ for svc, k, n in [("PC sampling", "sb_pc", "sb_ncu_WarpStateStats"),
     print(f"servicesbench {svc:13s} kreplay {per(k)} (pass alone {per(k, 'sb_timing')})   "
           f"ncu --section {n[7:]:15s} {per(n)}")
 PY
+    ;;
+  servicesuite)  # the GPU suite's CUDA apps under counters and all three per-pass services (kernel and range
+                 # replay): digests equal to the plain runs (issue 11: the suite stays bit-identical)
+    ok=0 bad=0
+    for a in inplace_counter lazy_globals atomic_histogram malloc_async vmm managed mapped_host \
+             multistream_threads cublas_gemm cluster_launch multi_kernel_chain graph_launch coop_ptsz \
+             surface_array graph_conditional graph_memnodes cufft_plan; do
+      app=$D/bin/kreplay_gpu_$a
+      timeout 60 "$app" >"$W/ss_${a}_plain.log" 2>&1
+      want=$(grep -h "^KREPLAY_RESULT" "$W/ss_${a}_plain.log" | tail -1 | cut -d' ' -f3)
+      for mode in kernel range; do
+        # --launch-count 4: a PC or PM sampling pass costs ~0.4 s of CUPTI enable/disable; the
+        # launches after the fourth run once, unprofiled, and the digest still covers them.
+        timeout -k 5 60 "$K" --replay-mode "$mode" --launch-count 4 --pmc smsp__inst_executed.sum --pc-sampling \
+          --source-counters --pm-sampling dram__bytes_read.sum,smsp__inst_executed.sum \
+          -d "$W/ss_${a}_$mode" -o run -- "$app" >"$W/ss_${a}_$mode.log" 2>&1
+        rc=$?
+        got=$(grep -h "^KREPLAY_RESULT" "$W/ss_${a}_$mode.log" | tail -1 | cut -d' ' -f3)
+        if [[ $rc -eq 0 && -n $want && $got == "$want" ]]; then
+          ok=$((ok + 1))
+        else
+          bad=$((bad + 1))
+          note "servicesuite $a $mode: FAIL rc=$rc plain=${want:-none} kreplay=${got:-none} | $(grep -h "==KREPLAY==" "$W/ss_${a}_$mode.log" | grep -v "output file" | head -2 | tr '\n' ' ' | cut -c1-250)"
+        fi
+        grep -h "records from" "$W/ss_${a}_$mode.log" | sed "s/^/servicesuite $a $mode: /" | cut -c1-200 >>"$W/servicesuite_records.txt"
+      done
+    done
+    note "servicesuite: $ok passed, $bad failed (17 apps, kernel and range replay, counters + PC sampling + SASS metrics + PM sampling)"
+    head -12 "$W/servicesuite_records.txt" | tee -a "$O/summary.txt"
     ;;
   graphprobe)  # what CUPTI's range profiler reports for graph launches (bench/cuda/graph_probe.cu)
     for g in chain fork mixed child memnodes cond_if cond_while; do
