@@ -2,7 +2,8 @@
 # Everything kreplay checks and measures on a GPU machine, from a tree built elsewhere.
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
-# overhead storage permission passcost ncu range rangecli rangebench, and on request graphprobe peer. (nccl needs two
+# overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
+# services servicesbench servicesuite. (nccl needs two
 # GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -113,7 +114,7 @@ for section in "${SECTIONS[@]}"; do
       want=$(fw_digest "$a" "$W/fw_${a}_plain.log")
       note "fw_${a}_plain: digest ${want:-none} $(grep -h "^KREPLAY_APP_INFO\|^SKIP" "$W/fw_${a}_plain.log" | tr '\n' ' ')"
       ((prc == 77)) && continue  # no GPU or no framework: nothing to compare
-      for mode in kernel range; do
+      for mode in kernel; do
         name=fw_${a}_$mode out=$W/fw_$a
         [[ $mode == range ]] && out+=_range
         step "$name" 300 "$K" --metrics "$TEN" --replay-mode "$mode" -d "$out" -o run -- "${FW[@]}"
@@ -272,6 +273,102 @@ PY
         grep -h "crashed\|error" "$W/g_${vname}_$app.log" | head -3 | tee -a "$O/summary.txt"
       done
     done
+    ;;
+  traffic)  # DRAM bytes per launch, kreplay kernel and range replay vs ncu --cache-control all (and known bytes)
+    step traffic 420 python3 tests/gpu/traffic_check.py "$D" "$W/traffic"
+    cat "$W/traffic.log" | tee -a "$O/summary.txt" | tail -3
+    ;;
+  divergence)  # --check-divergence on CUDA: float atomics diverge between passes, x = 0.5x + 0.25 does not
+    step divergence 180 "$K" --metrics "$TEN" --check-divergence --summary -d "$W/divergence" -o run -- \
+      "$D/bin/kreplay_gpu_float_reduce"
+    python3 - "$W/divergence/run_results.db" <<'PY' | tee -a "$O/summary.txt"
+import sqlite3, sys
+try:
+    con = sqlite3.connect(sys.argv[1])
+    rows = con.execute("SELECT k.demangled_name, COUNT(*), SUM(d.divergence_checked), "
+                       "SUM(d.diverged_passes > 0), MAX(d.passes_executed) FROM dispatches d "
+                       "JOIN kernels k USING (app_pass, kernel_id) GROUP BY k.demangled_name").fetchall()
+except Exception as e:  # no database: the step's log says why
+    print("divergence: no database ({})".format(e)); sys.exit(0)
+got = {name.split("(")[0]: (n, checked, diverged, passes) for name, n, checked, diverged, passes in rows}
+for name, (n, checked, diverged, passes) in sorted(got.items()):
+    print("divergence: {} {} launches, {} checked, {} diverged ({} passes)".format(name, n, checked, diverged, passes))
+s, c = got.get("sum_atomic", (0, 0, 0, 0)), got.get("scale", (0, 0, 0, 0))
+ok = s[1] == s[0] > 0 and s[2] > 0 and c[1] == c[0] > 0 and c[2] == 0
+print("divergence_check: {}".format("OK" if ok else "FAILED (want every launch checked, sum_atomic diverged, scale never)"))
+PY
+    grep -h "Diverged:" "$W/divergence.log" | cut -c1-300 | tee -a "$O/summary.txt"
+    ;;
+  services)  # the per-pass services (issue 11 item 7): PC samples of a hot loop, SASS counts against the
+              # counter, PM samples of a compute then streaming kernel, counters next to the services
+    step services_list_avail 60 "$K" --list-avail
+    grep -E "^# (chip .*(SASS metrics|stall reasons)|SASS metrics|PM sampling|PC sampling)" \
+      "$W/services_list_avail.log" | tee -a "$O/summary.txt"
+    step services_check 110 python3 tests/gpu/services_check.py "$D" "$W/services"
+    grep -hE "^(PASS|FAIL|SKIP) " "$W/services_check.log" | tee -a "$O/summary.txt"
+    ;;
+  servicesbench)  # time per launch of each service's pass, kreplay next to ncu's sections, on
+                  # services_kernels (6 launches, every one profiled), one run each
+    SA=$D/bin/kreplay_gpu_services_kernels
+    step sb_plain 10 "$SA"
+    step sb_timing 25 "$K" --timing-pass --kernel-include-regex . -d "$W/sb_timing" -o run -- "$SA"
+    step sb_pc 25 "$K" --pc-sampling --kernel-include-regex . -d "$W/sb_pc" -o run -- "$SA"
+    step sb_sass 25 "$K" --source-counters --kernel-include-regex . -d "$W/sb_sass" -o run -- "$SA"
+    step sb_pm 25 "$K" --pm-sampling dram__bytes_read.sum,smsp__inst_executed.sum \
+      --kernel-include-regex . -d "$W/sb_pm" -o run -- "$SA"
+    for sec in WarpStateStats SourceCounters PmSampling; do
+      step "sb_ncu_$sec" 23 ncu --replay-mode kernel --cache-control all --clock-control none \
+        --section "$sec" "$SA"
+    done
+    python3 - "$O/summary.txt" <<'PY' 2>&1 | tee -a "$O/summary.txt"
+import re, sys
+ms = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"(sb_\w+) rc=(\d+) ms=(\d+)", line)
+    if m:
+        ms[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+launches = 6
+def per(name, base="sb_plain"):
+    if name not in ms or base not in ms or ms[name][0] != 0:
+        return "   n/a"
+    return f"{(ms[name][1] - ms[base][1]) / launches:6.1f}"
+print(f"servicesbench ms per launch over the plain run ({launches} launches); kreplay's replay alone "
+      f"(--timing-pass) {per('sb_timing')}")
+for svc, k, n in [("PC sampling", "sb_pc", "sb_ncu_WarpStateStats"),
+                  ("SASS metrics", "sb_sass", "sb_ncu_SourceCounters"),
+                  ("PM sampling", "sb_pm", "sb_ncu_PmSampling")]:
+    print(f"servicesbench {svc:13s} kreplay {per(k)} (pass alone {per(k, 'sb_timing')})   "
+          f"ncu --section {n[7:]:15s} {per(n)}")
+PY
+    ;;
+  servicesuite)  # the GPU suite's CUDA apps under counters and all three per-pass services (kernel replay;
+                 # range replay refuses per-pass services): digests equal to the plain runs
+    ok=0 bad=0
+    for a in inplace_counter lazy_globals atomic_histogram malloc_async vmm managed mapped_host \
+             multistream_threads cublas_gemm cluster_launch multi_kernel_chain graph_launch coop_ptsz \
+             surface_array graph_conditional graph_memnodes cufft_plan; do
+      app=$D/bin/kreplay_gpu_$a
+      timeout 60 "$app" >"$W/ss_${a}_plain.log" 2>&1
+      want=$(grep -h "^KREPLAY_RESULT" "$W/ss_${a}_plain.log" | tail -1 | cut -d' ' -f3)
+      for mode in kernel range; do
+        # --launch-count 4: a PC or PM sampling pass costs ~0.4 s of CUPTI enable/disable; the
+        # launches after the fourth run once, unprofiled, and the digest still covers them.
+        timeout -k 5 60 "$K" --replay-mode "$mode" --launch-count 4 --pmc smsp__inst_executed.sum --pc-sampling \
+          --source-counters --pm-sampling dram__bytes_read.sum,smsp__inst_executed.sum \
+          -d "$W/ss_${a}_$mode" -o run -- "$app" >"$W/ss_${a}_$mode.log" 2>&1
+        rc=$?
+        got=$(grep -h "^KREPLAY_RESULT" "$W/ss_${a}_$mode.log" | tail -1 | cut -d' ' -f3)
+        if [[ $rc -eq 0 && -n $want && $got == "$want" ]]; then
+          ok=$((ok + 1))
+        else
+          bad=$((bad + 1))
+          note "servicesuite $a $mode: FAIL rc=$rc plain=${want:-none} kreplay=${got:-none} | $(grep -h "==KREPLAY==" "$W/ss_${a}_$mode.log" | grep -v "output file" | head -2 | tr '\n' ' ' | cut -c1-250)"
+        fi
+        grep -h "records from" "$W/ss_${a}_$mode.log" | sed "s/^/servicesuite $a $mode: /" | cut -c1-200 >>"$W/servicesuite_records.txt"
+      done
+    done
+    note "servicesuite: $ok passed, $bad failed (17 apps, kernel replay, counters + PC sampling + SASS metrics + PM sampling)"
+    head -12 "$W/servicesuite_records.txt" | tee -a "$O/summary.txt"
     ;;
   graphprobe)  # what CUPTI's range profiler reports for graph launches (bench/cuda/graph_probe.cu)
     for g in chain fork mixed child memnodes cond_if cond_while; do

@@ -399,7 +399,8 @@ std::string first_job_with(const InputFile& file, size_t before, std::string_vie
   return "an earlier job";
 }
 
-Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolConfig>* runs) {
+Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolConfig>* runs,
+                   std::vector<std::string>* notes) {
   const std::string mode_where =
       file.job_replay_mode_mark.line > 0
           ? fmt::format("{}:{}:{}", file.path, file.job_replay_mode_mark.line,
@@ -515,6 +516,7 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
   c.pmc_groups = std::move(groups);
   c.passes = std::move(passes);
   c.services = std::move(services);
+  default_to_first_launches(c, notes);
   runs->push_back(std::move(c));
   return Status::Ok();
 }
@@ -573,7 +575,7 @@ Result<RunPlan> make_run_plan(const CliOptions& options, const InputFile* input)
     RETURN_IF_ERROR(choose_sections(u, options, /*allow_default=*/true, &plan.notes));
     RETURN_IF_ERROR(expand_unit(u, options.command, &runs));
   } else if (input->job_replay_mode == JobReplayMode::kKernel) {
-    RETURN_IF_ERROR(kernel_jobs(options, *input, &runs));
+    RETURN_IF_ERROR(kernel_jobs(options, *input, &runs, &plan.notes));
   } else {
     RETURN_IF_ERROR(application_jobs(options, *input, &runs, &plan.notes));
   }

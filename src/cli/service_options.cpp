@@ -53,7 +53,8 @@ void add_service_options(CLI::App& app, ServiceRaw& r) {
   app.add_flag("--pc-sampling", r.pc, "Warp-state samples per instruction (stall reasons)")
       ->group(group);
   app.add_option("--pc-sampling-period", r.pc_period,
-                 "With --pc-sampling: a sample every 2^N cycles, 5..31 (default 10)")
+                 "With --pc-sampling: a sample every 2^N cycles, 5..31 (default: 10 on the host "
+                 "device, CUPTI's own on CUDA)")
       ->type_name("N")
       ->group(group);
   app.add_option("--sass-metrics", r.sass,
@@ -73,7 +74,8 @@ void add_service_options(CLI::App& app, ServiceRaw& r) {
       ->type_name("M1,M2,...")
       ->group(group);
   app.add_option("--pm-sampling-interval", r.pm_interval,
-                 "With --pm-sampling: nanoseconds between samples (default 1000)")
+                 "With --pm-sampling: nanoseconds between samples (default: 1000 on the host "
+                 "device, 20000 on CUDA)")
       ->type_name("NS")
       ->group(group);
   for (auto [position, flag] : {std::pair{&r.timing_position, "--timing-pass-position"},
@@ -167,22 +169,24 @@ Status place_service_passes(const CliOptions& o, bool from_input_file,
             ? "per-pass services run under kernel replay only"
             : "each run would collect it again"));
   }
-  bool per_instruction = false;
-  for (const auto& spec : o.service_passes) per_instruction |= flags_of(spec.kind).per_instruction;
   for (ToolConfig& c : *runs) {
     c.services = o.services;
     for (const auto& spec : o.service_passes) c.passes.push_back(spec);
     const bool counters = !c.pmc_groups.empty() || !c.metrics.empty() || !c.section_metrics.empty();
     if (c.passes.size() > 1 || (counters && !c.passes.empty())) c.replay_mode = ReplayMode::kKernel;
-    const FilterOptions none;
-    if (per_instruction && c.filters == none) {
-      c.filters.iteration_range = "[1]";
-      notes->push_back(
-          "PC sampling and SASS metrics profile each kernel's first launch only (as rocprofv3 "
-          "does for --att); a kernel filter or --kernel-iteration-range selects other launches");
-    }
+    default_to_first_launches(c, notes);
   }
   return Status::Ok();
+}
+
+void default_to_first_launches(ToolConfig& c, std::vector<std::string>* notes) {
+  bool per_instruction = false;
+  for (const auto& spec : c.passes) per_instruction |= flags_of(spec.kind).per_instruction;
+  if (!per_instruction || !(c.filters == FilterOptions{})) return;
+  c.filters.iteration_range = "[1]";
+  notes->push_back(
+      "PC sampling and SASS metrics profile each kernel's first launch only (as rocprofv3 "
+      "does for --att); a kernel filter or an iteration range selects other launches");
 }
 
 }  // namespace kreplay::cli

@@ -28,6 +28,7 @@ double value_or_nan(const SqlStmt& s, int i) {
 
 // One table read in record order: each row becomes a record for the writer.
 struct Cursor {
+  const char* table = "";
   SqlStmt stmt;
   bool live = false;
   std::function<Status(const SqlStmt&, output::Writer&)> emit;
@@ -43,7 +44,49 @@ struct TableSpec {
   const char* columns;
   const char* fallback_key;  // an expression that orders like seq, roughly
   std::function<Status(const SqlStmt&, output::Writer&)> emit;
+  std::string from = {};  // the FROM clause when it is not the table alone (a join)
 };
+
+// The per-pass services' tables (schema version 3), each joined with `sass` for the instruction
+// and its source line. One spec per table; the emitted record is the same shape for all three.
+TableSpec service_spec(const char* table, const char* service, const char* name_column,
+                       const char* value_column, bool pm, uint32_t app_pass) {
+  TableSpec t{table,
+              "dispatch_id, replay_pass, agent_id, kernel_id, function, pc_offset, name, value, "
+              "instruction, source_file, source_line, timestamp_ns",
+              "0", [service, app_pass](const SqlStmt& s, output::Writer& w) {
+                output::ServiceSampleRecord r;
+                r.service = service;
+                r.dispatch_id = s.u64(1);
+                r.replay_pass = s.u64(2);
+                r.agent_id = s.u64(3);
+                r.kernel_id = s.u64(4);
+                r.function = s.text(5);
+                r.pc_offset = s.u64(6);
+                r.name = s.text(7);
+                r.value = value_or_nan(s, 8);
+                r.instruction = s.text(9);
+                r.source_file = s.text(10);
+                r.source_line = s.u32(11);
+                r.timestamp_ns = s.u64(12);
+                r.app_pass = app_pass;
+                return w.service_sample(r);
+              }};
+  const std::string instruction =
+      pm ? "COALESCE(k.mangled_name, '') AS function, 0 AS pc_offset, '' AS instruction, "
+           "'' AS source_file, 0 AS source_line"
+         : "x.function, x.pc_offset, COALESCE(s.instruction, '') AS instruction, "
+           "COALESCE(s.source_file, '') AS source_file, COALESCE(s.source_line, 0) AS source_line";
+  t.from = fmt::format(
+      "(SELECT x.app_pass, x.seq, x.dispatch_id, x.replay_pass, x.agent_id, x.kernel_id, {}, "
+      "x.{} AS name, x.{} AS value, {} AS timestamp_ns FROM {} x{}) AS t",
+      instruction, name_column, value_column, pm ? "x.timestamp_ns" : "0", table,
+      // PM samples name their kernel's function (the kernels table has it).
+      pm ? " LEFT JOIN kernels k ON k.app_pass = x.app_pass AND k.kernel_id = x.kernel_id"
+         : " LEFT JOIN sass s ON s.app_pass = x.app_pass AND s.agent_id = x.agent_id AND "
+           "s.function = x.function AND s.pc_offset = x.pc_offset");
+  return t;
+}
 
 std::vector<TableSpec> table_specs(uint32_t app_pass) {
   std::vector<TableSpec> t;
@@ -175,6 +218,10 @@ std::vector<TableSpec> table_specs(uint32_t app_pass) {
                  a.app_pass = app_pass;
                  return w.allocation(a);
                }});
+  t.push_back(
+      service_spec("pc_samples", "pc_sampling", "stall_reason", "samples", false, app_pass));
+  t.push_back(service_spec("sass_metrics", "sass_metrics", "metric", "value", false, app_pass));
+  t.push_back(service_spec("pm_samples", "pm_sampling", "metric", "value", true, app_pass));
   return t;
 }
 
@@ -281,19 +328,37 @@ Status convert_run(const SqlDb& db, uint32_t app_pass, bool has_seq,
       }
     }
   }
-  ASSIGN_OR_RETURN(auto writer, output::make_writer(config));
+  // The run's CSV had a _pass_services.csv when it configured a per-pass service (recorded in its
+  // options; older databases: when it has service rows).
+  output::OutputConfig cfg = config;
+  if (auto it = run.options.find("pass_services"); it != run.options.end()) {
+    cfg.pass_services = it->second == "true";
+  } else {
+    for (const char* t : {"pc_samples", "sass_metrics", "pm_samples"}) {
+      if (!db.has_table(t)) continue;
+      ASSIGN_OR_RETURN(
+          SqlStmt s,
+          db.prepare(fmt::format("SELECT 1 FROM {} WHERE app_pass = {} LIMIT 1", t, app_pass)));
+      cfg.pass_services = cfg.pass_services || s.step();
+    }
+  }
+  ASSIGN_OR_RETURN(auto writer, output::make_writer(cfg));
   RETURN_IF_ERROR(writer->begin(run));
 
   std::vector<TableSpec> specs = table_specs(app_pass);
   std::vector<Cursor> cursors;
   for (auto& spec : specs) {
+    if (!spec.from.empty() && !db.has_table(spec.table)) continue;  // older than its table
     Cursor c;
-    ASSIGN_OR_RETURN(c.stmt, db.prepare(fmt::format("SELECT {} AS k, {} FROM {} WHERE app_pass = "
-                                                    "{} ORDER BY k",
-                                                    has_seq ? "seq" : spec.fallback_key,
-                                                    select_columns(db, spec.table, spec.columns),
-                                                    spec.table, app_pass)));
+    ASSIGN_OR_RETURN(
+        c.stmt, db.prepare(fmt::format(
+                    "SELECT {} AS k, {} FROM {} WHERE app_pass = "
+                    "{} ORDER BY k",
+                    has_seq ? "seq" : spec.fallback_key,
+                    spec.from.empty() ? select_columns(db, spec.table, spec.columns) : spec.columns,
+                    spec.from.empty() ? spec.table : spec.from, app_pass)));
     c.emit = spec.emit;
+    c.table = spec.table;
     c.next();
     cursors.push_back(std::move(c));
   }
@@ -306,8 +371,8 @@ Status convert_run(const SqlDb& db, uint32_t app_pass, bool has_seq,
     RETURN_IF_ERROR(best->emit(best->stmt, *writer));
     best->next();
   }
-  for (size_t i = 0; i < cursors.size(); ++i) {
-    if (!cursors[i].stmt.done_ok()) return db.failed(specs[i].table);
+  for (const auto& c : cursors) {
+    if (!c.stmt.done_ok()) return db.failed(c.table);
   }
   RETURN_IF_ERROR(writer->finish(summary));
   for (auto& f : writer->output_files()) files->push_back(std::move(f));

@@ -18,6 +18,13 @@ std::string agent_type(kreplay_agent_type_t t) {
   return t == KREPLAY_AGENT_TYPE_CUDA_GPU ? "cuda" : "host";
 }
 
+// A per-pass service (PC sampling, SASS metrics, PM sampling) among the passes.
+bool has_pass_services(const cli::ToolConfig& config) {
+  return std::any_of(config.passes.begin(), config.passes.end(), [](const auto& p) {
+    return p.kind != cli::PassKind::kCounters && p.kind != cli::PassKind::kTiming;
+  });
+}
+
 int Profiler::initialize() {
   note_tool_started();
   start_ns_ = now_ns();
@@ -70,6 +77,8 @@ int Profiler::initialize() {
   run.options["clock_control"] = "none";  // kreplay never changes clocks
   run.options["check_divergence"] = config.check_divergence ? "true" : "false";
   run.options["origin"] = config.origin;
+  // Whether the CSV output has a _pass_services.csv (kreplay convert writes the same files).
+  run.options["pass_services"] = has_pass_services(config) ? "true" : "false";
   std::vector<kreplay_agent_t> agent_list;
   for (size_t i = 0; i < agents; ++i) {
     kreplay_agent_t a{};
@@ -145,9 +154,7 @@ int Profiler::initialize() {
   oc.summary = config.output.summary;
   oc.gzip_trace = config.output.gzip;
   oc.kernel_trace = config.output.kernel_trace;
-  oc.pass_services = std::any_of(config.passes.begin(), config.passes.end(), [](const auto& p) {
-    return p.kind != cli::PassKind::kCounters && p.kind != cli::PassKind::kTiming;
-  });
+  oc.pass_services = has_pass_services(config);
   auto w = output::make_writer(oc);
   if (!w.ok()) {
     KR_ERROR("{}", w.status().message());

@@ -451,6 +451,12 @@ class Discovery(e2e.KreplayTestCase):
         self.assertRegex(r.stdout, r"(?m)^sm__cycles_elapsed\s", "GH100 metrics not listed")
         self.assertRegex(r.stdout, r"(?m)^dram__bytes_read\s")
         self.assertGreater(len(r.stdout.splitlines()), 100)
+        # The per-pass services: SASS metrics from the chip name (default set starred), PM
+        # sampling's metrics, and one line for the stall reasons, which need a GPU.
+        self.assertRegex(r.stdout, r"(?m)^# chip GH100: \d+ SASS metrics")
+        self.assertRegex(r.stdout, r"(?m)^smsp__sass_inst_executed\*\s")
+        self.assertRegex(r.stdout, r"(?m)^# PM sampling metrics \(--pm-sampling\)")
+        self.assertRegex(r.stdout, r"(?m)^# (chip GH100: \d+ )?PC sampling stall reasons")
 
     def test_pmc_check_fits(self):
         r = self.kreplay("--pmc-check", "threads_launched", "bytes_written")

@@ -151,9 +151,19 @@ class Services(e2e.KreplayTestCase):
         for table, want in (("pc_samples", 0), ("counters", 1), ("sass_metrics", 2)):
             got = e2e.rows(db, "SELECT DISTINCT replay_pass FROM {}".format(table))
             self.assertEqual([g["replay_pass"] for g in got], [want], table)
-        # Input files name their launches themselves: every launch, three passes each.
+        # Per-instruction services without a filter: each kernel's first launch, as on the
+        # command line, said once.
+        self.assertEqual(len([l for l in r.kreplay_lines if "first launch only" in l]), 1, str(r))
         self.assertEqual(e2e.rows(db, "SELECT COUNT(*) AS n FROM dispatches WHERE "
-                                      "passes_executed = 3")[0]["n"], e2e.SAMPLE_LAUNCHES)
+                                      "passes_executed = 3")[0]["n"], 2)
+        # A job's own iteration range selects other launches: the first two of each kernel.
+        with open(path, "a") as f:
+            f.write("    kernel_iteration_range: \"[1-2]\"\n")
+        r = self.sample("-i", path, "-d", "ranged")
+        self.assertEqual([l for l in r.kreplay_lines if "first launch only" in l], [])
+        db = self.db_of(r, os.path.join(self.tmp, "ranged"))
+        self.assertEqual(e2e.rows(db, "SELECT COUNT(*) AS n FROM dispatches WHERE "
+                                      "passes_executed = 3")[0]["n"], 4)
         r = self.kreplay("-i", path, "--pc-sampling", "--", e2e.SAMPLE_APP)
         self.assert_one_line_error(r, "--pc-sampling", "input file")
 

@@ -44,17 +44,18 @@ class Convert(rep.ReportCase):
         self.assertEqual(r.rc, 0, str(r))
         return r
 
-    def check(self, args, app_args=None, app=None, kernel_trace=False):
+    def check(self, args, app_args=None, app=None, kernel_trace=False, services=False):
         r, direct = self.run_all_formats(args, app_args, app)
         db = self.db_of(r, direct)
         out = os.path.join(self.tmp, "converted")
         extra = ["--kernel-trace"] if kernel_trace else []
         c = self.convert(db, "--to", "csv,json,perfetto", "-d", out, *extra)
         outputs = [l for l in c.kreplay_lines if l.startswith("==KREPLAY== output: ")]
-        self.assertEqual(len(outputs), 5 if kernel_trace else 4, str(c))
+        self.assertEqual(len(outputs), 4 + kernel_trace + services, str(c))
         stem = os.path.basename(db)[:-len("_results.db")]
         suffixes = ["_counter_collection.csv", "_counter_collection_wide.csv", "_results.json",
-                    "_trace.json"] + (["_kernel_trace.csv"] if kernel_trace else [])
+                    "_trace.json"] + (["_kernel_trace.csv"] if kernel_trace else []) + (
+                    ["_pass_services.csv"] if services else [])
         self.assert_same_files(direct, out, lambda _: [stem + s for s in suffixes])
         return db, out
 
@@ -72,6 +73,18 @@ class Convert(rep.ReportCase):
     def test_declined_launches_and_filters(self):
         self.check(["--kernel-trace", "--pmc", "ops", "--pmc", "launches", "--launch-skip", "1"],
                    ["--launches", 6, "--untracked-from", 3], app=e2e.TEST_APP, kernel_trace=True)
+
+    def test_per_pass_services(self):
+        # PC samples, SASS counts and PM samples come back from their tables (with the sass
+        # table's instructions and source lines) into the JSON, the trace and _pass_services.csv
+        db, out = self.check(["--pmc", "ops", "--pc-sampling", "--pc-sampling-period", "5",
+                              "--source-counters", "--pm-sampling", "pm__bytes_read,pm__ops"],
+                             services=True)
+        with open(next(os.path.join(out, f) for f in os.listdir(out)
+                       if f.endswith("_results.json"))) as f:
+            doc = json.load(f)
+        kinds = {s["service"] for s in doc["service_samples"]}
+        self.assertEqual(kinds, {"pc_sampling", "sass_metrics", "pm_sampling"})
 
     def test_default_set_without_counters(self):
         self.check([])

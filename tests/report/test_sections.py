@@ -62,7 +62,15 @@ def live_list():
                        text=True, timeout=120)
     if p.returncode != 0:
         return None
-    return {l.split()[0] for l in p.stdout.splitlines() if l and not l.startswith("#")}
+    # The base metrics are the first section; the per-pass services' lists follow, each under a
+    # '#' header of its own.
+    names, section = set(), 0
+    for l in p.stdout.splitlines():
+        if l.startswith("#"):
+            section += 1
+        elif l and section == 1:
+            names.add(l.split()[0])
+    return names
 
 
 def snapshot_list():

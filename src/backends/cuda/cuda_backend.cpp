@@ -9,6 +9,7 @@
 #include "backends/cuda/graphs.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/memory/memory_ops.hpp"
+#include "backends/cuda/services/cupti_service.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
 #include "sdk/runtime.hpp"
@@ -145,6 +146,28 @@ Status CudaDevice::drain(uint64_t timeout_ms) {
   return Status::Ok();
 }
 
+device::PassService* CudaDevice::service(int kind) {
+  if (kind <= KREPLAY_PASS_SERVICE_NONE || kind >= KREPLAY_PASS_SERVICE_LAST) return nullptr;
+  std::lock_guard lock(services_mu_);
+  auto& svc = services_[static_cast<size_t>(kind)];
+  if (!svc) {
+    switch (kind) {
+      case KREPLAY_PASS_SERVICE_PC_SAMPLING:
+        svc = services::make_pc_sampling(this);
+        break;
+      case KREPLAY_PASS_SERVICE_SASS_METRICS:
+        svc = services::make_sass_metrics(this);
+        break;
+      case KREPLAY_PASS_SERVICE_PM_SAMPLING:
+        svc = services::make_pm_sampling(this);
+        break;
+      default:
+        break;
+    }
+  }
+  return svc.get();
+}
+
 Status CudaDevice::flush_caches() {
   // On kreplay's own stream, synchronized before returning: the device is drained in a replay
   // window, so the pass that follows starts after the flush completed, and outside its services.
@@ -177,6 +200,12 @@ Status CudaDevice::find_changed(std::span<const device::CopyRegion> regions, uin
                                 std::span<const uint64_t> digests, std::vector<uint64_t>* changed) {
   ASSIGN_OR_RETURN(MemoryOps * o, ops());
   return o->find_changed(regions, chunk_bytes, digests, changed);
+}
+
+Status CudaDevice::digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                               std::span<uint64_t> digests) {
+  ASSIGN_OR_RETURN(MemoryOps * o, ops());
+  return o->digest_live(regions, chunk_bytes, digests);
 }
 
 Status CudaDevice::restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,

@@ -7,6 +7,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "device/device.hpp"
+#include "kreplay/services.h"
 
 namespace kreplay::cuda {
 
@@ -50,7 +52,12 @@ class CudaDevice final : public device::Device {
                       std::span<const uint64_t> digests, std::vector<uint64_t>* changed) override;
   Status restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                  std::span<const uint64_t> chunks) override;
+  /// --check-divergence: MemoryOps::digest_live (the snapshot's digest kernel without the copy).
+  Status digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                     std::span<uint64_t> digests) override;
   device::CounterBackend* counters() override { return counters_; }
+  /// PC sampling, SASS metrics and PM sampling through CUPTI (services/), created on first use.
+  device::PassService* service(int kind) override;
   /// Memory kernels can write that kreplay cannot save and restore: surface-writable CUDA arrays
   /// (kernels write them through surf*write; arrays are not linear device memory). While any
   /// exists, launches are declined (Options::decline_untracked).
@@ -85,6 +92,8 @@ class CudaDevice final : public device::Device {
   std::shared_mutex streams_mu_;
   std::set<CUstream> streams_;
   device::CounterBackend* counters_ = nullptr;
+  std::mutex services_mu_;
+  std::array<std::unique_ptr<device::PassService>, KREPLAY_PASS_SERVICE_LAST> services_;
   std::atomic<int64_t> untracked_{0};
   std::mutex captures_mu_;
   std::set<CUstream> capturing_;

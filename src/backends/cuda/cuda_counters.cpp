@@ -128,6 +128,20 @@ void CudaCounterBackend::reset_profiler() {
   range_user_ = false;
 }
 
+bool CudaCounterBackend::yield_profiler(CudaLaunch& launch) {
+  if (launch.counter_set != nullptr && !launch.counter_collection_done) return false;
+  CUcontext ctx = nullptr;
+  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) return false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = profilers_.find(ctx);
+    if (it == profilers_.end() || !it->second) return false;
+  }
+  reset_profiler();
+  launch.counter_set = nullptr;  // a later counter pass of this launch configures afresh
+  return true;
+}
+
 Status CudaCounterBackend::begin_pass(device::Launch& launch,
                                       std::span<device::CounterSet* const> sets) {
   auto* cl = dynamic_cast<CudaLaunch*>(&launch);

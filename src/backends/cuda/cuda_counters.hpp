@@ -67,6 +67,15 @@ class CudaCounterBackend final : public device::CounterBackend {
 
   /// The profiler of the calling thread's context, or nullptr.
   cupti::RangeProfiler* profiler();
+  /// The chip name CUPTI reports for the device (the guess until CUPTI answered); the per-pass
+  /// services (services/) ask it too.
+  const std::string& chip();
+  /// Give the calling context's range profiler up so that another CUPTI profiling API (a
+  /// per-pass service, services/) can start there: CUPTI's profiling API sets cannot be mixed and
+  /// the profiler stays enabled between counter passes. The next counter pass enables a fresh one
+  /// (~170 ms). False when there is none, or when @p launch is midway through a counter
+  /// collection (its next counter pass needs this object).
+  bool yield_profiler(CudaLaunch& launch);
   /// Every profiler created so far (for cost reports at exit; creates none).
   std::vector<cupti::RangeProfiler*> existing_profilers();
 
@@ -78,7 +87,6 @@ class CudaCounterBackend final : public device::CounterBackend {
   /// Drop the calling context's profiler object: the next use enables a fresh one (after CUPTI
   /// failed, so that one failure loses one collection, not the rest of the run).
   void reset_profiler();
-  const std::string& chip();
 
   CUdevice dev_;
   int ordinal_ = 0;

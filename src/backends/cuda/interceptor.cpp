@@ -29,6 +29,7 @@
 #include "backends/cuda/interception.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/module_symbols.hpp"
+#include "backends/cuda/services/cupti_service.hpp"
 #include "backends/cuda/vmm_tracker.hpp"
 #include "common/env.hpp"
 #include "common/logging.hpp"
@@ -169,6 +170,9 @@ void on_module_loaded(CUcontext ctx, const CUpti_ModuleResourceData* m) {
       })) {
     return;
   }
+  // PC sampling and SASS metrics map their samples to source lines through the cubin, which
+  // CUPTI hands out only here.
+  if (services::cubins_wanted()) services::remember_cubin(m->moduleId, m->pCubin, m->cubinSize);
   auto& rt = sdk::Runtime::get();
   mod.code_object = rt.register_code_object(dev->agent, fmt::format("cuda-module-{}", m->moduleId));
   if (mod.symbols.uses_device_heap) {
@@ -186,6 +190,7 @@ void on_module_loaded(CUcontext ctx, const CUpti_ModuleResourceData* m) {
 
 void on_module_unloading(const CUpti_ModuleResourceData* m) {
   if (m == nullptr) return;
+  services::forget_cubin(m->moduleId);
   LoadedModule mod;
   {
     std::unique_lock lock(state().mu);

@@ -39,6 +39,7 @@
 #include "report/sections.hpp"
 #if KREPLAY_CLI_HAVE_CUPTI
 #include "backends/cuda/cupti/profiler_host.hpp"
+#include "backends/cuda/cupti/service_catalog.hpp"
 #endif
 
 extern char** environ;  // NOLINT
@@ -152,6 +153,42 @@ void list_host_services() {
   }
 }
 
+#if KREPLAY_CLI_HAVE_CUPTI
+// The per-pass services of a CUDA chip. SASS metrics come from CUPTI for a chip name, but CUPTI
+// answers only with a driver loaded; PM sampling takes the base metrics listed above; stall
+// reasons are a property of a context, so they are listed only when @p on_gpu (the chip is the
+// local GPU's).
+void list_cuda_services(const std::string& chip, bool on_gpu) {
+  auto sass = cupti::sass_metrics(chip);
+  if (sass.ok()) {
+    std::printf("# chip %s: %zu SASS metrics (--sass-metrics; * = --source-counters)\n",
+                chip.c_str(), sass->size());
+    for (const auto& m : *sass) {
+      const std::string name = m.name + (cupti::in_sass_default_set(m.name) ? "*" : "");
+      std::printf("%-45s %s\n", name.c_str(), m.description.c_str());
+    }
+  } else {
+    std::printf("# SASS metrics (--sass-metrics): %s\n", sass.status().message().c_str());
+  }
+  std::printf("# PM sampling metrics (--pm-sampling): the base metrics above with a rollup suffix "
+              "(e.g. dram__throughput.avg.pct_of_peak_sustained_elapsed), single-pass sets only\n");
+  if (!on_gpu) {
+    std::printf("# PC sampling stall reasons (--pc-sampling): CUPTI lists them for a GPU context; "
+                "run --list-avail on the GPU machine\n");
+    return;
+  }
+  auto reasons = cupti::pc_stall_reasons_of_device(0);
+  if (!reasons.ok()) {
+    std::printf("# PC sampling stall reasons (--pc-sampling): %s\n",
+                reasons.status().message().c_str());
+    return;
+  }
+  std::printf("# chip %s: %zu PC sampling stall reasons (--pc-sampling)\n", chip.c_str(),
+              reasons->size());
+  for (const auto& r : *reasons) std::printf("%s\n", r.name.c_str());
+}
+#endif
+
 int list_avail(const std::optional<std::string>& chip_option) {
   std::optional<std::string> chip = chip_option;
   if (!chip) chip = local_gpu_chip();
@@ -178,9 +215,7 @@ int list_avail(const std::optional<std::string>& chip_option) {
   for (const auto& m : *metrics) {
     std::printf("%-70s %-10s %s\n", m.name.c_str(), m.unit.c_str(), m.description.c_str());
   }
-  std::printf(
-      "# SASS metrics, PM sampling and PC sampling are not available on CUDA devices in "
-      "this build\n");
+  list_cuda_services(*chip, !chip_option.has_value() || local_gpu_chip() == chip);
   return 0;
 #else
   return fail(fmt::format("this kreplay was built without CUDA; it cannot list chip '{}' (use "

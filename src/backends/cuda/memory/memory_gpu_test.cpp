@@ -401,6 +401,36 @@ TEST_F(MemoryGpu, EverySingleByteChangeIsFound) {
   EXPECT_TRUE(get(live, size) == data);
 }
 
+// digest_live (--check-divergence) gives the snapshot's digests of unchanged memory, differs
+// exactly at a changed chunk, and leaves the snapshot's digests on the GPU as they were: a
+// find_changed after it still finds only that chunk.
+TEST_F(MemoryGpu, DigestLiveMatchesTheSnapshotAndLeavesItsDigests) {
+  const uint64_t chunk = 4096, size = 9 * chunk + 77;
+  const CUdeviceptr live = alloc(size);
+  auto data = random_bytes(size, 51);
+  put(live, data.data(), size);
+  std::vector<CopyRegion> regions = {{live, storage(StorageTier::kDevice, size), size, 3}};
+  std::vector<uint64_t> snap(13), now(13);
+  KR_ASSERT_OK(ops_->snapshot(regions, chunk, snap));
+  KR_ASSERT_OK(ops_->digest_live(regions, chunk, now));
+  for (uint64_t c = 3; c < 13; ++c) EXPECT_EQ(now[c], snap[c]) << "chunk " << c;
+  unsigned char x = static_cast<unsigned char>(data[5 * chunk + 9] ^ 0x10);
+  put(live + 5 * chunk + 9, &x, 1);
+  KR_ASSERT_OK(ops_->digest_live(regions, chunk, now));
+  for (uint64_t c = 3; c < 13; ++c) {
+    if (c == 3 + 5) {
+      EXPECT_NE(now[c], snap[c]);
+    } else {
+      EXPECT_EQ(now[c], snap[c]) << "chunk " << c;
+    }
+  }
+  std::vector<uint64_t> changed;
+  KR_ASSERT_OK(ops_->find_changed(regions, chunk, snap, &changed));
+  EXPECT_EQ(changed, std::vector<uint64_t>{3 + 5});
+  KR_ASSERT_OK(ops_->restore(regions, chunk, changed));
+  EXPECT_TRUE(get(live, size) == data);
+}
+
 TEST_F(MemoryGpu, DigestsFromAnotherSnapshotAreUploaded) {
   const uint64_t chunk = 4096;
   const CUdeviceptr a = alloc(50000), b = alloc(30000);

@@ -205,7 +205,9 @@ __device__ __forceinline__ uint64_t signal_threshold(const ChunkParams& p, uint3
                   : p.signal_items[3];
 }
 
-template <bool kCopy, int U>
+// kCopy: snapshot (copy and write digests); kDigestOnly: write digests without copying
+// (digest_live, --check-divergence); neither: find_changed (compare with digests).
+template <bool kCopy, int U, bool kDigestOnly = false>
 __device__ __forceinline__ void chunk_kernel(const ChunkParams& p) {
   const uint32_t lane = threadIdx.x & 31;
   const uint32_t G = 1u << p.group_shift;  // lanes per chunk: 16 or 32
@@ -249,6 +251,8 @@ __device__ __forceinline__ void chunk_kernel(const ChunkParams& p) {
       if constexpr (kCopy) {
         p.digests[chunk] = digest;
         if (p.host_digests != nullptr) p.host_digests[chunk] = digest;
+      } else if constexpr (kDigestOnly) {
+        p.digests[chunk] = digest;
       } else if (digest != p.digests[chunk]) {
         atomicOr(p.changed_bits + (chunk >> 5), 1u << (chunk & 31));
       }
@@ -340,6 +344,12 @@ extern "C" KR_MEM_BOUNDS kreplay_mem_find_changed_u8(ChunkParams p) {
 }
 extern "C" KR_MEM_BOUNDS kreplay_mem_find_changed_u4(ChunkParams p) {
   chunk_kernel<false, 4>(p);
+}
+extern "C" KR_MEM_BOUNDS kreplay_mem_digest_u8(ChunkParams p) {
+  chunk_kernel<false, 8, true>(p);
+}
+extern "C" KR_MEM_BOUNDS kreplay_mem_digest_u4(ChunkParams p) {
+  chunk_kernel<false, 4, true>(p);
 }
 extern "C" KR_MEM_BOUNDS kreplay_mem_restore_u8(RestoreParams p) {
   restore_kernel<8>(p);

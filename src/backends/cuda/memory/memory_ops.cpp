@@ -12,6 +12,7 @@
 
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/memory/driver.hpp"
+#include "backends/cuda/memory/memory_ops_internal.hpp"
 #include "common/env.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
@@ -26,50 +27,14 @@ namespace {
 
 using memory_layout::RegionDesc;
 namespace drv = memdrv;
+using memops::check_chunk_bytes;
+using memops::CtxScope;
 
 constexpr uint64_t kMinHeadroom = 512ull << 20;
-
-#define KR_MEM_CU(call) RETURN_IF_ERROR(::kreplay::cuda::memdrv::check((call), #call))
-
-// Makes the MemoryOps' context current for the scope when the caller's thread has another one
-// (or none); restores the caller's on exit. Needs an InternalScope around it.
-class CtxScope {
- public:
-  explicit CtxScope(CUcontext ctx) {
-    CUcontext current = nullptr;
-    status_ = drv::check(drv::api().cuCtxGetCurrent(&current), "cuCtxGetCurrent");
-    if (status_.ok() && current != ctx) {
-      status_ = drv::check(drv::api().cuCtxPushCurrent(ctx), "cuCtxPushCurrent");
-      pushed_ = status_.ok();
-    }
-  }
-  ~CtxScope() {
-    if (pushed_) {
-      CUcontext popped = nullptr;
-      drv::api().cuCtxPopCurrent(&popped);
-    }
-  }
-  CtxScope(const CtxScope&) = delete;
-  CtxScope& operator=(const CtxScope&) = delete;
-  const Status& status() const { return status_; }
-
- private:
-  Status status_;
-  bool pushed_ = false;
-};
 
 uint32_t alignment_of(uint64_t address) {
   if (address == 0) return 16;
   return static_cast<uint32_t>(std::min<uint64_t>(16, address & (~address + 1)));
-}
-
-Status check_chunk_bytes(uint64_t chunk_bytes) {
-  if (chunk_bytes < 256 || !std::has_single_bit(chunk_bytes) || chunk_bytes > (1ull << 40)) {
-    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
-                 fmt::format("chunk size {} is not a power of two between 256 bytes and 1 TiB",
-                             chunk_bytes));
-  }
-  return Status::Ok();
 }
 
 // Half of MemAvailable, in bytes; 0 when /proc/meminfo cannot be read.
@@ -223,6 +188,8 @@ Status MemoryOps::ensure_loaded_locked() {
   if (s.ok()) s = get("kreplay_mem_snapshot_u8", &snapshot_[1]);
   if (s.ok()) s = get("kreplay_mem_find_changed_u4", &find_changed_[0]);
   if (s.ok()) s = get("kreplay_mem_find_changed_u8", &find_changed_[1]);
+  if (s.ok()) s = get("kreplay_mem_digest_u4", &digest_[0]);
+  if (s.ok()) s = get("kreplay_mem_digest_u8", &digest_[1]);
   if (s.ok()) s = get("kreplay_mem_restore_u4", &restore_[0]);
   if (s.ok()) s = get("kreplay_mem_restore_u8", &restore_[1]);
   if (s.ok()) s = get("kreplay_mem_fill_random", &fill_);

@@ -112,6 +112,12 @@ class MemoryOps {
   Status find_changed(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                       std::span<const uint64_t> digests, std::vector<uint64_t>* changed);
 
+  /// Write the digest of every chunk of live memory into @p digests, as snapshot() does but
+  /// without copying (device::Device::digest_live: --check-divergence after every pass). Leaves
+  /// the snapshot's digests on the GPU untouched (memory_ops_digest.cpp).
+  Status digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                     std::span<uint64_t> digests);
+
   /// Copy the listed chunks (global indices, each inside a region; any order, duplicates allowed)
   /// storage -> live.
   Status restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
@@ -202,7 +208,7 @@ class MemoryOps {
   bool kernel_timing_ = false;
   bool timed_ = false;  // the last call recorded kernel_start_/kernel_end_
   CUevent kernel_start_ = nullptr, kernel_end_ = nullptr;
-  Kernel snapshot_[2], find_changed_[2], restore_[2], fill_, diff_, flush_;  // [0]: unroll 4
+  Kernel snapshot_[2], find_changed_[2], digest_[2], restore_[2], fill_, diff_, flush_;  // [0]: u4
   DeviceBuffer d_flush_;  // the flush's scratch (zeroed; read only)
 
   // Device buffers, grown on demand and kept.
@@ -211,6 +217,9 @@ class MemoryOps {
   // snapshot kernel writes it beside d_digests_; equal to d_digests_ over digest_ranges_),
   // the changed-chunk bitmap, the count.
   HostBuffer h_stage_, h_digests_, h_bits_, h_count_, h_flag_;  // h_flag_: mapped, early signal
+  // digest_live's own digests (the snapshot's stay in d_digests_ / h_digests_).
+  DeviceBuffer d_live_digests_;
+  HostBuffer h_live_digests_;
   uint32_t signal_epoch_ = 0;
   uint64_t stage_used_ = 0;
 

@@ -1,0 +1,184 @@
+#include "backends/cuda/services/cupti_service.hpp"
+
+#include <cupti_pcsampling.h>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/cuda_counters.hpp"
+#include "backends/cuda/cupti/cupti_common.hpp"
+#include "backends/cuda/cupti/range_profiler.hpp"
+#include "backends/cuda/internal_guard.hpp"
+#include "common/logging.hpp"
+#include "sdk/runtime.hpp"
+
+namespace kreplay::cuda::services {
+
+void PassSamples::put(const device::Launch& launch, std::vector<device::ServiceSample> samples) {
+  std::lock_guard lock(mu_);
+  by_launch_[&launch] = std::move(samples);
+}
+
+std::vector<device::ServiceSample> PassSamples::take(const device::Launch& launch) {
+  std::lock_guard lock(mu_);
+  auto it = by_launch_.find(&launch);
+  if (it == by_launch_.end()) return {};
+  auto out = std::move(it->second);
+  by_launch_.erase(it);
+  return out;
+}
+
+Result<CudaLaunch*> cuda_launch(device::Launch& launch) {
+  auto* cl = dynamic_cast<CudaLaunch*>(&launch);
+  if (cl == nullptr) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "not a CUDA launch");
+  return cl;
+}
+
+Result<CUcontext> current_context() {
+  CUcontext ctx = nullptr;
+  KR_CU(cuCtxGetCurrent(&ctx));
+  if (ctx == nullptr) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "no current CUDA context");
+  return ctx;
+}
+
+Status service_status(CUptiResult result, const char* call, const char* service, CudaDevice* dev) {
+  Status s = cupti::cupti_status(result, call);
+  if (s.ok()) return s;
+  auto* counters = dev ? dynamic_cast<CudaCounterBackend*>(dev->counters()) : nullptr;
+  if (counters != nullptr && !counters->existing_profilers().empty()) {
+    // CUPTI: "one cannot mix the usage of different sets of profiling APIs"; the range profiler
+    // stays enabled on the context between counter passes (re-enabling it costs ~170 ms).
+    return Error(KREPLAY_STATUS_ERROR_SERVICE_CONFLICT,
+                 fmt::format("{} could not start next to the counters' range profiler on this "
+                             "context ({}); collect {} in a run without counters",
+                             service, s.message(), service));
+  }
+  return s;
+}
+
+bool yield_counters(CudaDevice* dev, CudaLaunch& launch, const char* service) {
+  auto* counters = dev ? dynamic_cast<CudaCounterBackend*>(dev->counters()) : nullptr;
+  if (counters == nullptr || !counters->yield_profiler(launch)) return false;
+  KR_WARN_ONCE("service-yield",
+               "{} could not start while the counters' range profiler was enabled on the "
+               "context; it is disabled for the service's pass and re-enabled (~170 ms) by the "
+               "next counter pass",
+               service);
+  return true;
+}
+
+// ---- cubins -------------------------------------------------------------------------------
+
+namespace {
+
+struct Cubin {
+  std::vector<std::byte> bytes;
+  std::atomic<uint64_t> crc{0};  // computed on first lookup (never in the module callback)
+  std::atomic<bool> crc_known{false};
+};
+
+struct CubinStore {
+  std::mutex mu;
+  std::map<uint32_t, std::shared_ptr<Cubin>> by_module;
+  std::map<std::tuple<uint64_t, std::string, uint64_t>, SourceLine> lines;
+};
+
+CubinStore& store() {
+  static auto* s = new CubinStore;  // outlives static destructors run at exit
+  return *s;
+}
+
+// Called without the store's lock: CUPTI may load modules (and so call back into
+// remember_cubin) while it works.
+uint64_t crc_of(Cubin& c) {
+  if (!c.crc_known.load()) {
+    CUpti_GetCubinCrcParams p{};
+    p.size = CUpti_GetCubinCrcParamsSize;
+    p.cubin = c.bytes.data();
+    p.cubinSize = c.bytes.size();
+    c.crc = cuptiGetCubinCrc(&p) == CUPTI_SUCCESS ? p.cubinCrc : 0;
+    c.crc_known = true;
+  }
+  return c.crc.load();
+}
+
+}  // namespace
+
+bool cubins_wanted() {
+  for (const auto& c : sdk::Runtime::get().registry().contexts()) {
+    if (c->services[KREPLAY_PASS_SERVICE_PC_SAMPLING].configured() ||
+        c->services[KREPLAY_PASS_SERVICE_SASS_METRICS].configured())
+      return true;
+  }
+  return false;
+}
+
+void remember_cubin(uint32_t module_id, const void* cubin, size_t size) {
+  if (cubin == nullptr || size == 0) return;
+  auto c = std::make_shared<Cubin>();
+  const auto* b = static_cast<const std::byte*>(cubin);
+  c->bytes.assign(b, b + size);
+  std::lock_guard lock(store().mu);
+  store().by_module[module_id] = std::move(c);
+}
+
+void forget_cubin(uint32_t module_id) {
+  // Samples of this module's kernels were flushed before it could unload (end_pass reads them).
+  std::lock_guard lock(store().mu);
+  store().by_module.erase(module_id);
+}
+
+SourceLine source_line(uint64_t crc, bool crc32_only, const std::string& function,
+                       uint64_t pc_offset) {
+  InternalScope internal;
+  auto& s = store();
+  auto key = std::make_tuple(crc, function, pc_offset);
+  std::vector<std::shared_ptr<Cubin>> cubins;
+  {
+    std::lock_guard lock(s.mu);
+    if (auto it = s.lines.find(key); it != s.lines.end()) return it->second;
+    for (const auto& [id, c] : s.by_module) cubins.push_back(c);
+  }
+  SourceLine out;
+  for (const auto& c : cubins) {
+    const uint64_t mine = crc_of(*c);
+    if (mine == 0 || (crc32_only ? (mine & 0xffffffffu) != (crc & 0xffffffffu) : mine != crc))
+      continue;
+    CUpti_GetSassToSourceCorrelationParams p{};
+    p.size = CUpti_GetSassToSourceCorrelationParamsSize;
+    p.cubin = c->bytes.data();
+    p.cubinSize = c->bytes.size();
+    p.functionName = function.c_str();
+    p.pcOffset = pc_offset;
+    if (cuptiGetSassToSourceCorrelation(&p) == CUPTI_SUCCESS) {
+      // CUPTI allocates both strings with malloc; the caller frees them.
+      std::string dir = p.dirName ? p.dirName : "";
+      std::string file = p.fileName ? p.fileName : "";
+      if (!file.empty() && !dir.empty() && file.front() != '/') file = dir + "/" + file;
+      out.file = file;
+      out.line = p.lineNumber;
+    }
+    std::free(p.fileName);
+    std::free(p.dirName);
+    break;
+  }
+  std::lock_guard lock(s.mu);
+  s.lines.emplace(std::move(key), out);
+  return out;
+}
+
+void add_sources(std::vector<device::ServiceSample>& samples, const std::vector<uint64_t>& crcs,
+                 bool crc32_only) {
+  for (size_t i = 0; i < samples.size() && i < crcs.size(); ++i) {
+    SourceLine l = source_line(crcs[i], crc32_only, samples[i].function, samples[i].pc_offset);
+    samples[i].source_file = std::move(l.file);
+    samples[i].source_line = l.line;
+  }
+}
+
+}  // namespace kreplay::cuda::services

@@ -1,0 +1,98 @@
+// What the CUDA backend's three per-pass services (pc_sampling.cpp, sass_metrics.cpp,
+// pm_sampling.cpp) share: a per-launch holder for what a pass collected, the cubins kept for
+// SASS-to-source correlation, and the one rule for telling a CUPTI failure caused by the
+// counters' range profiler (SERVICE_CONFLICT) from the others.
+//
+// Each service enables its CUPTI API in begin_pass and disables it in end_pass, so nothing of it
+// is on during another pass of the same launch: CUPTI says its profiling API sets cannot be mixed,
+// and the counter passes run the range profiler on the same context. end_pass also reads the data
+// (PC sampling and SASS metrics lose what is unread when disabled); flush only hands it over.
+//
+// The range profiler is the exception: it stays enabled on the context between counter passes
+// (re-enabling costs ~170 ms). When a service's enable fails while it is there, the service asks
+// the counters to give it up (yield_counters) and tries once more; if that is not possible (the
+// launch is midway through a counter collection) or does not help, the pass's status is
+// SERVICE_CONFLICT, saying that the service could not start next to the counters. Unverified
+// without a GPU: whether CUPTI refuses these APIs next to an enabled range profiler at all.
+//
+// Threading (service.hpp): one launch's passes run on one thread; several launches may run on
+// several threads, so the per-launch holder and the cubin store take a mutex.
+#pragma once
+
+#include <cuda.h>
+#include <cupti_result.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "device/service.hpp"
+
+namespace kreplay::cuda {
+
+class CudaDevice;
+class CudaLaunch;
+
+namespace services {
+
+/// What one pass collected, kept from end_pass to flush, per launch.
+class PassSamples {
+ public:
+  void put(const device::Launch& launch, std::vector<device::ServiceSample> samples);
+  /// What end_pass kept for @p launch (empty when nothing), and forget it.
+  std::vector<device::ServiceSample> take(const device::Launch& launch);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const device::Launch*, std::vector<device::ServiceSample>> by_launch_;
+};
+
+/// The CUDA launch behind @p launch and its current context; INTERNAL when it is not one.
+Result<CudaLaunch*> cuda_launch(device::Launch& launch);
+Result<CUcontext> current_context();
+
+/// Status for a failed CUPTI call of @p service: SERVICE_CONFLICT when the device's counters hold
+/// a range profiler on this context (the message says so and how to separate them), else as
+/// cupti::cupti_status.
+Status service_status(CUptiResult result, const char* call, const char* service, CudaDevice* dev);
+
+/// After a failed enable: give up the counters' range profiler on this context, if it holds one
+/// and @p launch is not midway through a counter collection, so the caller can enable once more
+/// (CudaCounterBackend::yield_profiler). Says so once.
+bool yield_counters(CudaDevice* dev, CudaLaunch& launch, const char* service);
+
+// ---- cubins, for the `sass` table ------------------------------------------------------------
+
+/// Whether modules loaded now should be kept: some context configured PC sampling or SASS
+/// metrics (the registry is frozen after configuration). Cubins are copies, so this keeps the
+/// memory cost to runs that use them.
+bool cubins_wanted();
+/// Keep a copy of a loaded module's cubin (called from the module-loaded callback; no CUPTI call
+/// there: cuptiGetCubinCrc inside module callbacks is reported to deadlock, so the CRC is computed
+/// when a sample first asks for it).
+void remember_cubin(uint32_t module_id, const void* cubin, size_t size);
+void forget_cubin(uint32_t module_id);
+
+struct SourceLine {
+  std::string file;  ///< "dir/file.cu", "" when the cubin has no line info or is not known
+  uint32_t line = 0;
+};
+/// Source of @p pc_offset in @p function of the cubin whose CRC is @p crc
+/// (cuptiGetSassToSourceCorrelation; the cubin needs -lineinfo or -G). @p crc32_only: the caller
+/// has only the low 32 bits (SASS metrics records). Cached per (crc, function, pc).
+SourceLine source_line(uint64_t crc, bool crc32_only, const std::string& function,
+                       uint64_t pc_offset);
+/// Fill in source_file/source_line of every sample, whose function's cubin has CRC crcs[i].
+/// Instruction text is left empty: CUPTI gives none (a later step may use nvdisasm on the cubin).
+void add_sources(std::vector<device::ServiceSample>& samples, const std::vector<uint64_t>& crcs,
+                 bool crc32_only);
+
+std::unique_ptr<device::PassService> make_pc_sampling(CudaDevice* dev);
+std::unique_ptr<device::PassService> make_sass_metrics(CudaDevice* dev);
+std::unique_ptr<device::PassService> make_pm_sampling(CudaDevice* dev);
+
+}  // namespace services
+}  // namespace kreplay::cuda
