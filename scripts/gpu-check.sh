@@ -114,7 +114,7 @@ for section in "${SECTIONS[@]}"; do
       want=$(fw_digest "$a" "$W/fw_${a}_plain.log")
       note "fw_${a}_plain: digest ${want:-none} $(grep -h "^KREPLAY_APP_INFO\|^SKIP" "$W/fw_${a}_plain.log" | tr '\n' ' ')"
       ((prc == 77)) && continue  # no GPU or no framework: nothing to compare
-      for mode in kernel; do
+      for mode in kernel range; do
         name=fw_${a}_$mode out=$W/fw_$a
         [[ $mode == range ]] && out+=_range
         step "$name" 300 "$K" --metrics "$TEN" --replay-mode "$mode" -d "$out" -o run -- "${FW[@]}"
@@ -350,7 +350,7 @@ PY
       app=$D/bin/kreplay_gpu_$a
       timeout 60 "$app" >"$W/ss_${a}_plain.log" 2>&1
       want=$(grep -h "^KREPLAY_RESULT" "$W/ss_${a}_plain.log" | tail -1 | cut -d' ' -f3)
-      for mode in kernel range; do
+      for mode in kernel; do
         # --launch-count 4: a PC or PM sampling pass costs ~0.4 s of CUPTI enable/disable; the
         # launches after the fourth run once, unprofiled, and the digest still covers them.
         timeout -k 5 60 "$K" --replay-mode "$mode" --launch-count 4 --pmc smsp__inst_executed.sum --pc-sampling \

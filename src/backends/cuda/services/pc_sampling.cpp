@@ -24,9 +24,12 @@
 
 #include <map>
 #include <tuple>
+#include <unordered_set>
 
 #include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/cuda_counters.hpp"
 #include "backends/cuda/cupti/cupti_common.hpp"
+#include "backends/cuda/cupti/range_profiler.hpp"
 #include "backends/cuda/cupti/service_catalog.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/services/cupti_service.hpp"
@@ -181,12 +184,27 @@ class CudaPcSampling final : public device::PassService {
       crcs.push_back(crc);
     }
     add_sources(out, crcs, false);
+    if (out.empty() && counters_profiled()) {
+      // On the H200 (CUDA 13.0) PC sampling collected nothing, on every launch, in runs whose
+      // counters had used CUPTI's range profiler in the process; alone it works. Say so rather
+      // than hand out an empty, plausible-looking pass.
+      std::lock_guard lock(mu_);
+      empty_next_to_counters_.insert(&launch);
+    }
     samples_.put(launch, std::move(out));
     return Status::Ok();
   }
 
   Result<std::vector<device::ServiceSample>> flush(device::Launch& launch) override {
-    return samples_.take(launch);
+    auto out = samples_.take(launch);
+    std::lock_guard lock(mu_);
+    if (empty_next_to_counters_.erase(&launch) != 0) {
+      return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
+                   "PC sampling collected no sample in a run whose counters use CUPTI's range "
+                   "profiler (so far it collects nothing next to them); collect --pc-sampling in "
+                   "a run without counters");
+    }
+    return out;
   }
 
  private:
@@ -282,6 +300,13 @@ class CudaPcSampling final : public device::PassService {
   }
 
   CudaDevice* dev_;
+  // Whether the counters' range profiler has been used in this process (a profiler object exists).
+  bool counters_profiled() const {
+    auto* counters = dynamic_cast<CudaCounterBackend*>(dev_->counters());
+    return counters != nullptr && !counters->existing_profilers().empty();
+  }
+
+  std::unordered_set<const device::Launch*> empty_next_to_counters_;  // guarded by mu_
   mutable std::mutex mu_;
   std::unordered_map<const device::Launch*, std::unique_ptr<Armed>> armed_;
   std::vector<cupti::StallReason> reasons_seen_;

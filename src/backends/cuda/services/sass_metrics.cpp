@@ -106,6 +106,15 @@ class CudaSassMetrics final : public device::PassService {
 
   Status begin_pass(device::Launch& launch, const device::ServiceSettings& given) override {
     ASSIGN_OR_RETURN(CudaLaunch * cl, cuda_launch(launch));
+    if (cl->api == LaunchApi::kGraph) {
+      // Patching a graph launched as a whole faulted on the H200 (a graph with conditional
+      // nodes: CUDA_ERROR_ILLEGAL_ADDRESS in the SASS pass). Its kernel nodes, profiled node by
+      // node (--graph-profiling node), are kernel launches and are counted.
+      return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
+                   "SASS metrics do not patch a CUDA graph profiled as a whole; its kernel nodes "
+                   "get them under --graph-profiling node (graphs with conditional nodes are "
+                   "always profiled as a whole)");
+    }
     // Settings the SDK could not check (no agent yet when the tool configured): the default set.
     device::ServiceSettings settings = given;
     if (settings.metrics.empty()) RETURN_IF_ERROR(configure(settings));
