@@ -287,6 +287,31 @@ TEST_F(MultiDevice, APeerPointerIsDeclined) {
   EXPECT_STREQ(kreplay_get_decline_reason_name(KREPLAY_DECLINE_REASON_PEER_MEMORY), "peer_memory");
 }
 
+// A graph on device 0 whose kernel node writes device 1's memory: declined PEER_MEMORY as a whole,
+// profiled as one workload or node by node (run node by node, its nodes would run twice), and
+// run once.
+TEST_F(MultiDevice, AGraphOverPeerMemoryIsDeclined) {
+  for (bool nodes : {true, false}) {
+    set_options([&](replay::Options& o) { o.graph_nodes = nodes; });
+    tool().reset();
+    tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+    float* own = buffer_on(0, 64);
+    float* peer = buffer_on(1, 64);
+    auto g = hostrt::graph_create();
+    ASSERT_TRUE(g.ok());
+    uint32_t n = 64;
+    void* params[] = {&peer, &own, &n};
+    ASSERT_TRUE(hostrt::graph_add_kernel(*g, kernels(0).accumulate, {1}, {64}, params).ok());
+    ASSERT_TRUE(hostrt::graph_launch(*g, hostrt::default_stream(0)).ok());
+    ASSERT_TRUE(hostrt::device_synchronize(0).ok());
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(peer[i], 0.5f) << i << (nodes ? " node" : " graph");
+    auto outs = outcomes();
+    ASSERT_EQ(outs.size(), 1u) << (nodes ? "node" : "graph");
+    EXPECT_EQ(outs.begin()->second.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+    EXPECT_EQ(outs.begin()->second.reason, KREPLAY_DECLINE_REASON_PEER_MEMORY);
+  }
+}
+
 // A copy from device 1's memory made while device 1's window is open waits for the window: it
 // sees the memory the kernel left, not the entry state a restore brings back between passes.
 TEST_F(MultiDevice, APeerCopyWaitsForThePeersWindow) {
