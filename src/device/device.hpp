@@ -158,6 +158,10 @@ struct GraphInfo {
   bool host_nodes = false;
   /// Why its nodes cannot be run one at a time ("conditional nodes", ...); "" when they can.
   std::string whole_only;
+  /// The argument bytes of its kernel nodes and the addresses its copy nodes use, each padded
+  /// to a multiple of 8 bytes: where the engine looks for another device's memory (PEER_MEMORY).
+  /// Empty when the backend does not say.
+  std::vector<std::byte> node_words;
 
   /// Why the graph launch, as one workload, is not replayed (unreplayable, else GRAPH_HOST_NODE
   /// for host nodes), or NONE.

@@ -195,6 +195,12 @@ DispatchState* Engine::enter(device::Launch& launch) {
   stats_.launches.fetch_add(1, std::memory_order_relaxed);
   st->reentrant = st->slot != nullptr && tls().has_window(st->slot);
 
+  // Another device's memory among the arguments (a graph's: its nodes'): not replayed.
+  const std::span<const std::byte> words =
+      launch.graph() != nullptr ? std::span<const std::byte>(launch.graph()->node_words)
+                                : li.arg_bytes;
+  st->peer_agent =
+      st->slot != nullptr && !words.empty() ? inventory_.peer_agent(li.agent.handle, words) : 0;
   // A graph launch profiled node by node: the application's own launch runs now, unobserved;
   // exit() runs the nodes again, one dispatch each (graph.cpp).
   if (launch.graph() != nullptr && begin_graph_nodes(*st)) return st;
@@ -202,9 +208,6 @@ DispatchState* Engine::enter(device::Launch& launch) {
                      inventory_.args_point_into(li.agent.handle, li.arg_bytes,
                                                 KREPLAY_MEMORY_KIND_HOST_MAPPED);
   st->known_host_waiter = st->host_visible && is_host_waiting_kernel(li.kernel_id);
-  st->peer_agent = st->slot != nullptr && !li.arg_bytes.empty()
-                       ? inventory_.peer_agent(li.agent.handle, li.arg_bytes)
-                       : 0;
 
   if (st->slot && !st->reentrant && hooks_.range_configured()) {
     range_enter(*st);

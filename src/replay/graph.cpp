@@ -27,7 +27,8 @@ namespace kreplay::replay {
 bool Engine::begin_graph_nodes(DispatchState& st) {
   const device::GraphInfo* g = st.launch->graph();
   if (g == nullptr || !options().graph_nodes || !g->whole_only.empty() ||
-      g->nodes_unreplayable != KREPLAY_DECLINE_REASON_NONE || st.slot == nullptr || st.reentrant) {
+      g->nodes_unreplayable != KREPLAY_DECLINE_REASON_NONE || st.slot == nullptr || st.reentrant ||
+      st.peer_agent != 0) {  // over peer memory: declined as a whole (the nodes would run twice)
     return false;
   }
   const bool ranges = hooks_.range_configured();

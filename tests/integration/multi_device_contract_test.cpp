@@ -91,6 +91,13 @@ class MultiDevice : public HostDeviceTest {
     g_gate_open = 1;
     HostDeviceTest::TearDown();
   }
+  /// A case of a test that runs several: @p change to the options, the tool's log cleared, every
+  /// launch planned for 3 passes.
+  void next_case(const std::function<void(replay::Options&)>& change) {
+    set_options(change);
+    tool().reset();
+    tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+  }
   /// n floats on @p device, each 0.25, freed after the test.
   float* buffer_on(int device, uint32_t n) {
     auto* p = static_cast<float*>(*hostrt::malloc(n * sizeof(float), device));
@@ -252,13 +259,11 @@ TEST_F(MultiDevice, ThreadsOnEveryDeviceAreReplayedRight) {
 }
 
 // A kernel on device 0 that writes through a pointer into device 1's memory: device 0's snapshot
-// cannot restore it, so it runs once, declined PEER_MEMORY (replayed, y would be 4.25 after three
-// unrestored passes).
+// cannot restore it, so it runs once, declined PEER_MEMORY (replayed, y would be 1.0 after three
+// unrestored passes instead of 0.5).
 TEST_F(MultiDevice, APeerPointerIsDeclined) {
   for (auto scope : {KREPLAY_SNAPSHOT_SCOPE_ALL, KREPLAY_SNAPSHOT_SCOPE_ARGS}) {
-    set_options([&](replay::Options& o) { o.scope = scope; });
-    tool().reset();
-    tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
+    next_case([&](replay::Options& o) { o.scope = scope; });
     float* own = buffer_on(0, 64);
     float* peer = buffer_on(1, 64);
     hostrt::Stream s = hostrt::default_stream(0);
@@ -285,6 +290,29 @@ TEST_F(MultiDevice, APeerPointerIsDeclined) {
     EXPECT_EQ(it->second.passes_executed, 3u);
   }
   EXPECT_STREQ(kreplay_get_decline_reason_name(KREPLAY_DECLINE_REASON_PEER_MEMORY), "peer_memory");
+}
+
+// A graph on device 0 whose kernel node writes device 1's memory: declined PEER_MEMORY as a whole,
+// profiled as one workload or node by node (run node by node, its nodes would run twice), and
+// run once.
+TEST_F(MultiDevice, AGraphOverPeerMemoryIsDeclined) {
+  for (bool nodes : {true, false}) {
+    next_case([&](replay::Options& o) { o.graph_nodes = nodes; });
+    float* own = buffer_on(0, 64);
+    float* peer = buffer_on(1, 64);
+    auto g = hostrt::graph_create();
+    ASSERT_TRUE(g.ok());
+    uint32_t n = 64;
+    void* params[] = {&peer, &own, &n};
+    ASSERT_TRUE(hostrt::graph_add_kernel(*g, kernels(0).accumulate, {1}, {64}, params).ok());
+    ASSERT_TRUE(hostrt::graph_launch(*g, hostrt::default_stream(0)).ok());
+    ASSERT_TRUE(hostrt::device_synchronize(0).ok());
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(peer[i], 0.5f) << i << (nodes ? " node" : " graph");
+    auto outs = outcomes();
+    ASSERT_EQ(outs.size(), 1u) << (nodes ? "node" : "graph");
+    EXPECT_EQ(outs.begin()->second.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+    EXPECT_EQ(outs.begin()->second.reason, KREPLAY_DECLINE_REASON_PEER_MEMORY);
+  }
 }
 
 // A copy from device 1's memory made while device 1's window is open waits for the window: it

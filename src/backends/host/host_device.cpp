@@ -546,9 +546,22 @@ void run_nodes(const std::vector<HostGraphNode>& nodes, ExecRecord& total, Probe
   }
 }
 
+void add_words(std::vector<std::byte>& words, const void* data, size_t bytes) {
+  const auto* p = static_cast<const std::byte*>(data);
+  words.insert(words.end(), p, p + bytes);
+  words.resize((words.size() + 7) / 8 * 8);
+}
+
 void count_nodes(const std::vector<HostGraphNode>& nodes, device::GraphInfo& g) {
   for (const auto& n : nodes) {
-    if (n.kind == HostGraphNode::Kind::kKernel) ++g.kernel_nodes;
+    if (n.kind == HostGraphNode::Kind::kKernel) {
+      ++g.kernel_nodes;
+      add_words(g.node_words, n.args.data(), n.args.size());
+    }
+    if (n.kind == HostGraphNode::Kind::kCopy) {
+      add_words(g.node_words, &n.dst, sizeof(n.dst));
+      add_words(g.node_words, &n.src, sizeof(n.src));
+    }
     if (n.kind == HostGraphNode::Kind::kHost) g.host_nodes = true;
     if (n.kind == HostGraphNode::Kind::kConditional) {
       g.whole_only = "conditional nodes";
