@@ -50,6 +50,29 @@ class PassSamples {
   std::unordered_map<const device::Launch*, std::vector<device::ServiceSample>> by_launch_;
 };
 
+/// What a service armed for a launch in begin_pass, until end_pass takes it back.
+template <class T>
+class ArmedPasses {
+ public:
+  void put(const device::Launch& launch, std::unique_ptr<T> armed) {
+    std::lock_guard lock(mu_);
+    by_launch_[&launch] = std::move(armed);
+  }
+  /// What begin_pass armed for @p launch, and forget it; nullptr when it armed nothing.
+  std::unique_ptr<T> take(const device::Launch& launch) {
+    std::lock_guard lock(mu_);
+    auto it = by_launch_.find(&launch);
+    if (it == by_launch_.end()) return nullptr;
+    std::unique_ptr<T> armed = std::move(it->second);
+    by_launch_.erase(it);
+    return armed;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const device::Launch*, std::unique_ptr<T>> by_launch_;
+};
+
 /// The CUDA launch behind @p launch and its current context; INTERNAL when it is not one.
 Result<CudaLaunch*> cuda_launch(device::Launch& launch);
 Result<CUcontext> current_context();

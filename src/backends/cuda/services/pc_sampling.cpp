@@ -124,21 +124,17 @@ class CudaPcSampling final : public device::PassService {
       disable(ctx);
       return s;
     }
-    std::lock_guard lock(mu_);
-    if (reasons_seen_.empty()) reasons_seen_ = armed->reasons;
-    armed_[&launch] = std::move(armed);
+    {
+      std::lock_guard lock(mu_);
+      if (reasons_seen_.empty()) reasons_seen_ = armed->reasons;
+    }
+    armed_.put(launch, std::move(armed));
     return Status::Ok();
   }
 
   Status end_pass(device::Launch& launch) override {
-    std::unique_ptr<Armed> armed;
-    {
-      std::lock_guard lock(mu_);
-      auto it = armed_.find(&launch);
-      if (it == armed_.end()) return Status::Ok();
-      armed = std::move(it->second);
-      armed_.erase(it);
-    }
+    std::unique_ptr<Armed> armed = armed_.take(launch);
+    if (!armed) return Status::Ok();
     InternalScope internal;
     std::map<Key, uint64_t> counts;
     CUpti_PCSamplingStopParams stop{};
@@ -308,7 +304,7 @@ class CudaPcSampling final : public device::PassService {
 
   std::unordered_set<const device::Launch*> empty_next_to_counters_;  // guarded by mu_
   mutable std::mutex mu_;
-  std::unordered_map<const device::Launch*, std::unique_ptr<Armed>> armed_;
+  ArmedPasses<Armed> armed_;
   std::vector<cupti::StallReason> reasons_seen_;
   PassSamples samples_;
 };

@@ -127,20 +127,13 @@ class CudaPmSampling final : public device::PassService {
       disable(armed->object);
       return s;
     }
-    std::lock_guard lock(mu_);
-    armed_[&launch] = std::move(armed);
+    armed_.put(launch, std::move(armed));
     return Status::Ok();
   }
 
   Status end_pass(device::Launch& launch) override {
-    std::unique_ptr<Armed> armed;
-    {
-      std::lock_guard lock(mu_);
-      auto it = armed_.find(&launch);
-      if (it == armed_.end()) return Status::Ok();
-      armed = std::move(it->second);
-      armed_.erase(it);
-    }
+    std::unique_ptr<Armed> armed = armed_.take(launch);
+    if (!armed) return Status::Ok();
     InternalScope internal;
     auto stop = KR_CUPTI_PARAMS(CUpti_PmSampling_Stop_Params);
     stop.pPmSamplingObject = armed->object;
@@ -309,8 +302,7 @@ class CudaPmSampling final : public device::PassService {
   CudaDevice* dev_;
   std::mutex config_mu_;
   std::map<std::string, std::unique_ptr<PmConfig>> configs_;
-  std::mutex mu_;
-  std::unordered_map<const device::Launch*, std::unique_ptr<Armed>> armed_;
+  ArmedPasses<Armed> armed_;
   PassSamples samples_;
 };
 

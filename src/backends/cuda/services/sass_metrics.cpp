@@ -164,20 +164,13 @@ class CudaSassMetrics final : public device::PassService {
     r = cuptiSassMetricsEnable(&en);
     if (r != CUPTI_SUCCESS && yield_counters(dev_, *cl, kService)) r = cuptiSassMetricsEnable(&en);
     if (r != CUPTI_SUCCESS) return service_status(r, "cuptiSassMetricsEnable", kService, dev_);
-    std::lock_guard lock(mu_);
-    armed_[&launch] = std::move(armed);
+    armed_.put(launch, std::move(armed));
     return Status::Ok();
   }
 
   Status end_pass(device::Launch& launch) override {
-    std::unique_ptr<Armed> armed;
-    {
-      std::lock_guard lock(mu_);
-      auto it = armed_.find(&launch);
-      if (it == armed_.end()) return Status::Ok();
-      armed = std::move(it->second);
-      armed_.erase(it);
-    }
+    std::unique_ptr<Armed> armed = armed_.take(launch);
+    if (!armed) return Status::Ok();
     InternalScope internal;
     auto values = read(*armed);
     auto dis = KR_CUPTI_PARAMS(CUpti_SassMetricsDisable_Params);
@@ -314,7 +307,7 @@ class CudaSassMetrics final : public device::PassService {
   mutable std::mutex catalog_mu_;
   mutable std::optional<std::vector<cupti::SassMetricInfo>> catalog_;
   std::mutex mu_;
-  std::unordered_map<const device::Launch*, std::unique_ptr<Armed>> armed_;
+  ArmedPasses<Armed> armed_;
   std::unordered_map<const device::Launch*, bool> empty_;
   PassSamples samples_;
 };
