@@ -173,9 +173,8 @@ void Engine::range_enter(DispatchState& st) {
     add_to_range(slot, st);
     return;
   }
-  // Outside any range: an ordinary single run. Behind a launch that may wait for the host (the
-  // range it would have opened was declined for that), it is neither counted nor waited for.
-  if (slot.host_waiter_running()) st.behind_host_waiter = true;
+  // Outside any range: an ordinary single run (behind a launch that may wait for the host,
+  // begin_single_run marks it: neither counted nor waited for).
   st.range_lock.unlock();
   begin_single_run(st);
 }
