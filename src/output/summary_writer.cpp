@@ -65,17 +65,16 @@ void SummaryWriter::account(const DispatchRecord& d, const PendingDispatch& p) {
   }
   k.diverged += d.diverged_passes > 0 ? 1 : 0;
   // A count collected on several passes (a counter in several groups) must be equal on each.
+  // (Values that differ were collected on two passes or more.)
   std::map<std::string, std::pair<double, double>> range;  // name -> (min, max)
-  std::map<std::string, int> seen;
   for (const auto& c : p.counters) {
     if (!is_count_counter(c.name) || std::isnan(c.value)) continue;
     auto [it, fresh] = range.try_emplace(c.name, c.value, c.value);
     if (!fresh)
       it->second = {std::min(it->second.first, c.value), std::max(it->second.second, c.value)};
-    ++seen[c.name];
   }
   for (const auto& [name, mm] : range) {
-    if (seen[name] < 2 || mm.second == mm.first) continue;
+    if (mm.second == mm.first) continue;
     const double base = std::max(std::abs(mm.first), std::abs(mm.second));
     const double pct = base > 0 ? 100.0 * (mm.second - mm.first) / base : 0.0;
     auto& dis = k.counts_differ[name];
