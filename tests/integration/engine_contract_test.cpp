@@ -66,6 +66,23 @@ class Contract : public ::testing::Test {
     EXPECT_EQ(x[0], updated(0.25f, 2));
     EXPECT_EQ(*module().launch_counter, 2u);
   }
+  // A tool that counts every launch at @p passes, short host waits (50 ms; drains 4 s), and a
+  // mapped flag for module().spin, the latch kernel of the host-waiter tests, initially closed.
+  uint32_t* count_with_a_latch(uint64_t passes) {
+    auto o = sdk::Runtime::get().engine().options();
+    o.host_wait_ms = 50;
+    o.drain_timeout_ms = 4000;
+    sdk::Runtime::get().engine().set_options(o);
+    const char* names[] = {"launches"};
+    kreplay_counter_config_id_t cfg{};
+    EXPECT_EQ(kreplay_create_counter_config({hostrt::testing::agent_of()}, names, 1, &cfg),
+              KREPLAY_STATUS_SUCCESS);
+    tool().scenario.pass_count = [passes](const auto&) { return passes; };
+    tool().scenario.counters = [cfg](const auto&) { return cfg; };
+    auto* flag = static_cast<uint32_t*>(*hostrt::malloc_host_mapped(sizeof(uint32_t)));
+    *flag = 0;
+    return flag;
+  }
   std::vector<Event> passes(uint64_t id, kreplay_callback_phase_t phase) {
     std::vector<Event> out;
     for (const auto& e : tool().for_dispatch(id)) {
@@ -672,18 +689,7 @@ TEST_F(Contract, DeclineLaunchesThatWaitForTheHost) {
 // neither counted nor waited for: waiting would wait for the host, whose thread is held. Before,
 // a counted run waited the whole drain time here.
 TEST_F(Contract, LaunchesBehindAHostWaiterAreNotWaitedFor) {
-  auto o = sdk::Runtime::get().engine().options();
-  o.host_wait_ms = 50;
-  o.drain_timeout_ms = 4000;
-  sdk::Runtime::get().engine().set_options(o);
-  const char* names[] = {"launches"};
-  kreplay_counter_config_id_t cfg{};
-  ASSERT_EQ(kreplay_create_counter_config({hostrt::testing::agent_of()}, names, 1, &cfg),
-            KREPLAY_STATUS_SUCCESS);
-  tool().scenario.pass_count = [](const auto&) { return uint64_t{3}; };
-  tool().scenario.counters = [cfg](const auto&) { return cfg; };
-  auto* flag = static_cast<uint32_t*>(*hostrt::malloc_host_mapped(sizeof(uint32_t)));
-  *flag = 0;
+  uint32_t* flag = count_with_a_latch(3);
   float* x = make_buffer(64);
   auto s = *hostrt::stream_create();
   ASSERT_TRUE(hostrt::launch_args(module().spin, {1}, {1}, s, flag).ok());
@@ -706,18 +712,7 @@ TEST_F(Contract, LaunchesBehindAHostWaiterAreNotWaitedFor) {
 // and not replayed, must be held as a host waiter once it outlives its brief wait, and the counted
 // launch queued behind it must then be neither counted nor waited for.
 TEST_F(Contract, OnePassLaunchesBehindAHostWaiterAreNotWaitedFor) {
-  auto o = sdk::Runtime::get().engine().options();
-  o.host_wait_ms = 50;
-  o.drain_timeout_ms = 4000;
-  sdk::Runtime::get().engine().set_options(o);
-  const char* names[] = {"launches"};
-  kreplay_counter_config_id_t cfg{};
-  ASSERT_EQ(kreplay_create_counter_config({hostrt::testing::agent_of()}, names, 1, &cfg),
-            KREPLAY_STATUS_SUCCESS);
-  tool().scenario.pass_count = [](const auto&) { return uint64_t{1}; };
-  tool().scenario.counters = [cfg](const auto&) { return cfg; };
-  auto* flag = static_cast<uint32_t*>(*hostrt::malloc_host_mapped(sizeof(uint32_t)));
-  *flag = 0;
+  uint32_t* flag = count_with_a_latch(1);
   float* x = make_buffer(64);
   auto s = *hostrt::stream_create();
   const uint64_t t0 = now_ns();

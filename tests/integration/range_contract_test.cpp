@@ -237,6 +237,32 @@ class Range : public ::testing::Test {
   void update(float* x, uint32_t n, hr::Stream s = 0) {
     ASSERT_TRUE(hr::launch_args(fx().update, {(n + 63) / 64}, {64}, s ? s : stream_, x, n).ok());
   }
+  // UnifiedMemoryPerf's pattern, twice: a latch kernel over mapped host memory, two updates of @p x
+  // queued behind it on @p s and a copy (which closes any open range), then the host opens the
+  // latch. With host waits of 50 ms and drains of 4 s, the thread must come back from every call
+  // without waiting for the latch.
+  void run_behind_a_latch(float* x, hr::Stream s) {
+    const auto saved = sdk::Runtime::get().engine().options();
+    auto o = saved;
+    o.host_wait_ms = 50;
+    o.drain_timeout_ms = 4000;
+    sdk::Runtime::get().engine().set_options(o);
+    auto* flag = static_cast<uint32_t*>(*hr::malloc_host_mapped(sizeof(uint32_t)));
+    for (int round = 1; round <= 2; ++round) {
+      std::atomic_ref<uint32_t>(*flag).store(0);
+      const uint64_t t0 = now_ns();
+      ASSERT_TRUE(hr::launch_args(fx().spin, {1}, {1}, s, flag).ok());
+      update(x, 256, s);
+      update(x, 256, s);
+      float out = 0;
+      ASSERT_TRUE(hr::memcpy_async(&out, x, sizeof(out), s).ok());  // closes any open range
+      EXPECT_LT(now_ns() - t0, 2'000'000'000u) << "round " << round << ": waited for the latch";
+      std::atomic_ref<uint32_t>(*flag).store(1);
+      ASSERT_TRUE(hr::stream_synchronize(s).ok());
+    }
+    EXPECT_TRUE(hr::free(flag).ok());
+    sdk::Runtime::get().engine().set_options(saved);
+  }
   float expect(float v, int k) {
     for (int i = 0; i < k; ++i) v = v * 2.0f + 1.0f;
     return v;
@@ -588,30 +614,11 @@ TEST_F(Range, AHostMemoryLaunchIsARangeOfItsOwn) {
 // host opens the latch (UnifiedMemoryPerf of the cuda-samples), twice: the application's thread
 // comes back from every launch without waiting for the latch, and memory ends as one execution.
 TEST_F(Range, LaunchesBehindALatchDoNotWaitForTheHost) {
-  auto o = sdk::Runtime::get().engine().options();
-  const auto saved = o;
-  o.host_wait_ms = 50;
-  o.drain_timeout_ms = 4000;
-  sdk::Runtime::get().engine().set_options(o);
-  auto* flag = static_cast<uint32_t*>(*hr::malloc_host_mapped(sizeof(uint32_t)));
   float* x = buffer(256, 0.5f);
   auto s = *hr::stream_create();
-  for (int round = 1; round <= 2; ++round) {
-    std::atomic_ref<uint32_t>(*flag).store(0);
-    const uint64_t t0 = now_ns();
-    ASSERT_TRUE(hr::launch_args(fx().spin, {1}, {1}, s, flag).ok());
-    update(x, 256, s);
-    update(x, 256, s);
-    float out = 0;
-    ASSERT_TRUE(hr::memcpy_async(&out, x, sizeof(out), s).ok());  // closes any open range
-    EXPECT_LT(now_ns() - t0, 2'000'000'000u) << "round " << round << ": waited for the latch";
-    std::atomic_ref<uint32_t>(*flag).store(1);
-    ASSERT_TRUE(hr::stream_synchronize(s).ok());
-  }
+  run_behind_a_latch(x, s);
   EXPECT_EQ(x[3], expect(0.5f + 0.003f, 4));
   EXPECT_TRUE(hr::stream_destroy(s).ok());
-  EXPECT_TRUE(hr::free(flag).ok());
-  sdk::Runtime::get().engine().set_options(saved);
 }
 
 // The same with one counted pass (the kreplay command when every counter fits one pass): ranges
@@ -619,30 +626,13 @@ TEST_F(Range, LaunchesBehindALatchDoNotWaitForTheHost) {
 // the launches behind it open no such range. (UnifiedMemoryPerf under --replay-mode range
 // --pmc A --pmc B --pmc C on the H200 stopped after its first latch kernel.)
 TEST_F(Range, OnePassLaunchesBehindALatchDoNotWaitForTheHost) {
-  auto o = sdk::Runtime::get().engine().options();
-  const auto saved = o;
-  o.host_wait_ms = 50;
-  o.drain_timeout_ms = 4000;
-  sdk::Runtime::get().engine().set_options(o);
   const char* names[] = {"launches"};
   ASSERT_EQ(kreplay_create_counter_config({hr::testing::agent_of()}, names, 1, &S().config),
             KREPLAY_STATUS_SUCCESS);
   S().passes = [] { return uint64_t{1}; };
-  auto* flag = static_cast<uint32_t*>(*hr::malloc_host_mapped(sizeof(uint32_t)));
   float* x = buffer(256, 0.5f);
   auto s = *hr::stream_create();
-  for (int round = 1; round <= 2; ++round) {
-    std::atomic_ref<uint32_t>(*flag).store(0);
-    const uint64_t t0 = now_ns();
-    ASSERT_TRUE(hr::launch_args(fx().spin, {1}, {1}, s, flag).ok());
-    update(x, 256, s);
-    update(x, 256, s);
-    float out = 0;
-    ASSERT_TRUE(hr::memcpy_async(&out, x, sizeof(out), s).ok());  // closes the open range
-    EXPECT_LT(now_ns() - t0, 2'000'000'000u) << "round " << round << ": waited for the latch";
-    std::atomic_ref<uint32_t>(*flag).store(1);
-    ASSERT_TRUE(hr::stream_synchronize(s).ok());
-  }
+  run_behind_a_latch(x, s);
   // The latch is open: launches are counted again.
   const size_t counted = S().counters.size();
   update(x, 256, s);
@@ -650,8 +640,6 @@ TEST_F(Range, OnePassLaunchesBehindALatchDoNotWaitForTheHost) {
   EXPECT_GT(S().counters.size(), counted);
   EXPECT_EQ(x[3], expect(0.5f + 0.003f, 5));
   EXPECT_TRUE(hr::stream_destroy(s).ok());
-  EXPECT_TRUE(hr::free(flag).ok());
-  sdk::Runtime::get().engine().set_options(saved);
 }
 
 TEST_F(Range, LaunchLimitSplitsRanges) {
