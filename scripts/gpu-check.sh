@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite. (nccl needs two
+# services servicesbench servicesuite rangespan. (nccl needs two
 # GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -224,6 +224,10 @@ for section in "${SECTIONS[@]}"; do
     grep -E "FAIL" "$W/range_suite.log" | head -5 | tee -a "$O/summary.txt"
     step range_counters 300 python3 tests/gpu/counters_check.py "$D" "$W/range_counters" --range
     tail -4 "$W/range_counters.log" | tee -a "$O/summary.txt"
+    ;;
+  rangespan)  # ranges across synchronizations and event-ordered streams (event_streams), kernel vs range
+    step range_span 400 python3 tests/gpu/range_span_check.py "$D" "$W/range_span"
+    grep -vE "^\s*$" "$W/range_span.log" | tail -14 | tee -a "$O/summary.txt"
     ;;
   rangecli)  # the kreplay command in range mode on the chain app: filters, one-pass ranges
     step rc_plain 30 "$APP"

@@ -76,7 +76,9 @@ typedef struct kreplay_range_info_t {
   uint64_t size;                  ///< sizeof as filled
   uint64_t range_id;              ///< one per range, never 0
   kreplay_agent_id_t agent_id;    ///< device
-  kreplay_stream_id_t stream_id;  ///< the stream every launch of the range uses
+  kreplay_stream_id_t stream_id;  ///< the stream of the range's first launch (later launches
+                                  ///< use other streams of the device only when events order
+                                  ///< them after every earlier launch of the range)
   uint64_t launch_count;          ///< launches recorded so far (0 at CONFIG ENTER)
   uint64_t first_dispatch_id;     ///< dispatch id of the first launch (0 before it)
 } kreplay_range_info_t;
@@ -109,6 +111,8 @@ typedef struct kreplay_range_outcome_record_t {
   const kreplay_replay_interval_t* intervals;  ///< snapshot and restores, in order
   uint64_t interval_count;
   const uint64_t* dispatch_ids;       ///< the launches' dispatch ids, in order
+  uint64_t synchronizations_spanned;  ///< synchronizations the range stayed open across
+  uint64_t streams;                   ///< streams the range's launches used (1 or more)
 } kreplay_range_outcome_record_t;
 
 /** @brief Payload of RANGE_REPLAY. One flat struct for every operation. */
@@ -145,20 +149,36 @@ typedef struct kreplay_callback_tracing_range_replay_data_t {
   uint64_t graph_node;
 } kreplay_callback_tracing_range_replay_data_t;
 
+/** @brief What a synchronization does to an open range. */
+typedef enum kreplay_range_sync_t {
+  KREPLAY_RANGE_SYNC_DEFAULT = 0,  ///< as KREPLAY_RANGE_SYNC says; span when it is not set
+  /** The range stays open when its launches can have written no memory the host reads without a
+   * CUDA call: no launch of the range points into managed or mapped host memory and the device
+   * holds no managed memory. Otherwise it closes. */
+  KREPLAY_RANGE_SYNC_SPAN,
+  KREPLAY_RANGE_SYNC_CLOSE,  ///< every synchronization closes the range
+} kreplay_range_sync_t;
+
 /** @brief Process-wide range settings (set during initialize). */
 typedef struct kreplay_range_replay_options_t {
   uint64_t size;             ///< sizeof the caller's struct
   uint64_t max_launches;     ///< close a range at this many launches; 0 = default (64)
   const char* marker;        ///< NULL/"" = automatic ranges; "cuda-profiler"; "nvtx:NAME"
+  /** What a synchronization (stream, event or device synchronize, a stream or event query) does
+   * to an open range; KREPLAY_RANGE_SYNC_DEFAULT leaves the setting as KREPLAY_RANGE_SYNC made it
+   * (span unless it says close). */
+  kreplay_range_sync_t synchronize;
 } kreplay_range_replay_options_t;
 
 /**
- * @brief Change range settings. Defaults come from KREPLAY_RANGE_MAX_LAUNCHES and
- * KREPLAY_RANGE_MARKERS; this call overrides them.
+ * @brief Change range settings. Defaults come from KREPLAY_RANGE_MAX_LAUNCHES,
+ * KREPLAY_RANGE_MARKERS and KREPLAY_RANGE_SYNC (span | close); this call overrides them. A struct
+ * that ends before `synchronize` leaves that setting as it was.
  * @retval KREPLAY_STATUS_SUCCESS applied
  * @retval KREPLAY_STATUS_ERROR_CONFIGURATION_LOCKED called outside a tool's initialize
  * @retval KREPLAY_STATUS_ERROR_INCOMPATIBLE_ABI options->size too small
- * @retval KREPLAY_STATUS_ERROR_INVALID_ARGUMENT NULL, or a marker that is not one of the forms above
+ * @retval KREPLAY_STATUS_ERROR_INVALID_ARGUMENT NULL, a marker not of the forms above, or a
+ * `synchronize` that is not a kreplay_range_sync_t
  */
 KREPLAY_API kreplay_status_t kreplay_configure_range_replay_options(
     const kreplay_range_replay_options_t* options);

@@ -94,6 +94,10 @@ struct RangeOptions {
   uint64_t max_launches = 64;           ///< close a range at this many launches
   enum class Marker { kNone, kCudaProfiler, kNvtx } marker = Marker::kNone;
   std::string nvtx_name;                ///< kNvtx: the range name
+  /// A plain synchronization (stream, event, device, a query) leaves a range open when its
+  /// launches can have written no memory the host sees without a call (range_sync); false: every
+  /// synchronization closes the range.
+  bool span_syncs = true;
 };
 
 /// Everything the engine knows about one logical dispatch while it runs.
@@ -250,6 +254,14 @@ struct RangeState {
   /// A launch that reads mapped host memory, in a range of its own: pass 0 (its own run) is not
   /// counted and is waited for at most Options::host_wait_ms (else declined WAITS_FOR_HOST).
   bool probe = false;
+  /// A launch of the range points into managed memory: the host may read what it wrote with no
+  /// call kreplay sees, so a synchronization closes the range.
+  bool host_observable = false;
+  /// The stream of the range's last launch. A launch on another stream joins only when that
+  /// stream waited for an event recorded here after the last launch (range_stream_wait).
+  uint64_t stream = 0;
+  std::vector<uint64_t> chain_events;     ///< events recorded on `stream` after its last launch
+  std::vector<uint64_t> ordered_streams;  ///< streams that waited for one of chain_events
 };
 
 struct DeviceSlot {
@@ -334,6 +346,15 @@ class Engine {
   /// memory: closes the open range of @p agent (0 = every device), running its remaining passes.
   /// No-op when no range is open, and for kreplay's own calls inside the range machinery.
   void range_barrier(uint64_t agent, kreplay_range_close_reason_t why);
+  /// A plain synchronization of @p agent's work (stream, event or device synchronize, a stream or
+  /// event query): the host observes no memory through it, so a range whose launches can have
+  /// written no host-visible memory stays open across it (RangeOptions::span_syncs); any other
+  /// range closes (KREPLAY_RANGE_CLOSE_SYNCHRONIZE).
+  void range_sync(uint64_t agent);
+  /// The application recorded @p event on @p stream / made @p stream wait for @p event: a stream
+  /// that waited for an event recorded after the open range's last launch may join the range.
+  void range_event_record(uint64_t agent, uint64_t stream, uint64_t event);
+  void range_stream_wait(uint64_t agent, uint64_t stream, uint64_t event);
   /// True on a thread inside kreplay's range machinery (its calls neither join nor close ranges).
   static bool in_range_machinery();
   /// A marker the application set: cudaProfilerStart/Stop or an NVTX range push/pop (@p name is
@@ -384,6 +405,10 @@ class Engine {
                   kreplay_decline_reason_t declined = KREPLAY_DECLINE_REASON_NONE);
   void add_to_range(DeviceSlot& slot, DispatchState& st);
   void close_range(DeviceSlot& slot, kreplay_range_close_reason_t why);
+  /// Whether the open range @p r of @p slot stays open across a plain synchronization.
+  bool range_spans_sync(const DeviceSlot& slot, const RangeState& r) const;
+  /// The slots of @p agent (0: all) that have a range open.
+  std::vector<DeviceSlot*> open_range_slots(uint64_t agent);
   bool range_markers_allow() const;
 
   Hooks& hooks_;

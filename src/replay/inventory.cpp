@@ -29,12 +29,14 @@ uint64_t MemoryInventory::add(uint64_t agent, uint64_t base, uint64_t size,
   if (auto it = s.ranges.find(base); it != s.ranges.end()) {
     // Re-allocation at a tracked address: the old region is gone.
     uint64_t old = it->second.region_id;
+    if (auto rit = s.regions.find(old); rit != s.regions.end()) --s.kinds[rit->second.kind];
     s.regions.erase(old);
     std::erase_if(s.ranges, [old](const auto& kv) { return kv.second.region_id == old; });
   }
   uint64_t id = next_id_++;
   s.regions.emplace(id, Region{id, agent, base, size, kind});
   s.ranges.emplace(base, Range{size, id});
+  ++s.kinds[kind];
   return id;
 }
 
@@ -57,6 +59,7 @@ bool MemoryInventory::remove(uint64_t agent, uint64_t address, Region* removed) 
   if (r == nullptr) return false;
   uint64_t id = r->id;
   if (removed) *removed = *r;
+  --s.kinds[r->kind];
   std::erase_if(s.ranges, [id](const auto& kv) { return kv.second.region_id == id; });
   s.regions.erase(id);
   return true;
@@ -123,6 +126,12 @@ bool MemoryInventory::args_point_into(uint64_t agent, std::span<const std::byte>
     const Region* r = lookup_locked(ait->second, word);
     return r != nullptr && r->kind == kind;
   });
+}
+
+bool MemoryInventory::holds(uint64_t agent, kreplay_memory_kind_t kind) const {
+  std::shared_lock lock(mu_);
+  auto ait = agents_.find(agent);
+  return ait != agents_.end() && kind < KREPLAY_MEMORY_KIND_LAST && ait->second.kinds[kind] > 0;
 }
 
 uint64_t MemoryInventory::peer_agent(uint64_t agent, std::span<const std::byte> args) const {

@@ -6,6 +6,7 @@
 // region an argument points into. Thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -59,6 +60,9 @@ class MemoryInventory {
   /// The region containing @p address (through base or alias), if any.
   bool find(uint64_t agent, uint64_t address, Region* out) const;
 
+  /// Whether @p agent holds a region of @p kind.
+  bool holds(uint64_t agent, kreplay_memory_kind_t kind) const;
+
   uint64_t total_bytes(uint64_t agent) const;
   size_t count(uint64_t agent) const;
 
@@ -70,6 +74,7 @@ class MemoryInventory {
   struct AgentState {
     std::map<uint64_t, Range> ranges;  // start → range (bases and aliases)
     std::unordered_map<uint64_t, Region> regions;  // id → region
+    std::array<uint64_t, KREPLAY_MEMORY_KIND_LAST> kinds{};  // regions of each kind
   };
   const Region* lookup_locked(const AgentState& s, uint64_t address) const;
 

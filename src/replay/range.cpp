@@ -98,18 +98,66 @@ bool Engine::in_range_machinery() { return tl_range_depth > 0; }
 
 void Engine::range_barrier(uint64_t agent, kreplay_range_close_reason_t why) {
   if (tl_range_depth > 0 || !hooks_.range_configured()) return;
-  std::vector<DeviceSlot*> slots;
-  {
-    std::shared_lock lock(slots_mu_);
-    for (auto& [a, s] : slots_) {
-      if (agent == 0 || a == agent) slots.push_back(s.get());
-    }
-  }
-  for (DeviceSlot* s : slots) {
-    if (!s->range_open.load(std::memory_order_acquire)) continue;
+  for (DeviceSlot* s : open_range_slots(agent)) {
     std::unique_lock lock(s->range_mu);
     if (s->range) close_range(*s, why);
   }
+}
+
+bool Engine::range_spans_sync(const DeviceSlot& slot, const RangeState& r) const {
+  // Declined, probing and whole-graph ranges close at their launch's exit; one whose launches
+  // reach managed memory (directly, or possibly through memory, while the device holds any) could
+  // be read by the host without a call after the synchronization. Mapped host memory in a
+  // launch's arguments already makes that launch a range of its own.
+  return range_options().span_syncs && r.declined == KREPLAY_DECLINE_REASON_NONE && !r.probe &&
+         !r.whole_graph && !r.host_observable &&
+         !inventory_.holds(slot.agent, KREPLAY_MEMORY_KIND_MANAGED);
+}
+
+void Engine::range_sync(uint64_t agent) {
+  if (tl_range_depth > 0 || !hooks_.range_configured()) return;
+  for (DeviceSlot* s : open_range_slots(agent)) {
+    std::unique_lock lock(s->range_mu);
+    if (!s->range) continue;
+    if (range_spans_sync(*s, *s->range)) {
+      ++s->range->outcome.synchronizations_spanned;
+    } else {
+      close_range(*s, KREPLAY_RANGE_CLOSE_SYNCHRONIZE);
+    }
+  }
+}
+
+void Engine::range_event_record(uint64_t agent, uint64_t stream, uint64_t event) {
+  if (tl_range_depth > 0 || !hooks_.range_configured()) return;
+  for (DeviceSlot* s : open_range_slots(agent)) {
+    std::unique_lock lock(s->range_mu);
+    if (!s->range) continue;
+    auto& events = s->range->chain_events;
+    std::erase(events, event);  // recorded again: it now marks this point of this stream
+    if (s->range->stream == stream) events.push_back(event);
+  }
+}
+
+void Engine::range_stream_wait(uint64_t agent, uint64_t stream, uint64_t event) {
+  if (tl_range_depth > 0 || !hooks_.range_configured()) return;
+  for (DeviceSlot* s : open_range_slots(agent)) {
+    std::unique_lock lock(s->range_mu);
+    if (!s->range) continue;
+    RangeState& r = *s->range;
+    if (r.stream != stream && std::ranges::find(r.chain_events, event) != r.chain_events.end() &&
+        std::ranges::find(r.ordered_streams, stream) == r.ordered_streams.end())
+      r.ordered_streams.push_back(stream);
+  }
+}
+
+std::vector<DeviceSlot*> Engine::open_range_slots(uint64_t agent) {
+  std::vector<DeviceSlot*> slots;
+  std::shared_lock lock(slots_mu_);
+  for (auto& [a, s] : slots_) {
+    if ((agent == 0 || a == agent) && s->range_open.load(std::memory_order_acquire))
+      slots.push_back(s.get());
+  }
+  return slots;
 }
 
 void Engine::range_enter(DispatchState& st) {
@@ -128,7 +176,12 @@ void Engine::range_enter(DispatchState& st) {
     kreplay_range_close_reason_t why = KREPLAY_RANGE_CLOSE_NONE;
     if (slot.range->owner_thread != me) {
       why = KREPLAY_RANGE_CLOSE_OTHER_THREAD;
-    } else if (slot.range->info.stream_id.handle != st.info.stream_id.handle) {
+    } else if (const RangeState& r = *slot.range;
+               r.stream != st.info.stream_id.handle &&
+               std::ranges::find(r.ordered_streams, st.info.stream_id.handle) ==
+                   r.ordered_streams.end()) {
+      // Another stream joins only behind an event recorded after the range's last launch: the
+      // range's launches then run one after another, and its passes resubmit them in that order.
       why = KREPLAY_RANGE_CLOSE_OTHER_STREAM;
     } else if (slot.range->launches.size() >= opt.max_launches) {
       why = KREPLAY_RANGE_CLOSE_LAUNCH_LIMIT;
@@ -190,6 +243,7 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
   r->info.stream_id = first.info.stream_id;
   r->owner_thread = thread_id();
   r->correlation = first.correlation;
+  r->stream = first.info.stream_id.handle;
   hooks_.range_config_enter(*r);
   // The pass-count table, for a range.
   if (r->pass_count != nullptr) {
@@ -322,6 +376,14 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
   ls.in_range = true;
   ls.pass = r.pass;
   if (r.launches.empty()) r.info.first_dispatch_id = st.info.dispatch_id;
+  // Events recorded so far precede this launch: they order nothing after it.
+  if (r.launches.empty() || r.stream != st.info.stream_id.handle) ++r.outcome.streams;
+  r.stream = st.info.stream_id.handle;
+  r.chain_events.clear();
+  r.ordered_streams.clear();
+  if (inventory_.args_point_into(slot.agent, st.launch->info().arg_bytes,
+                                 KREPLAY_MEMORY_KIND_MANAGED))
+    r.host_observable = true;
   rl->selected = hooks_.range_launch(r, ls);
   r.info.launch_count = r.launches.size() + 1;
   // Services of this launch on pass 0, with the loop's local overrides.
@@ -532,7 +594,16 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
       }
     }
     bool submitted = true;
+    const RangeLaunch* previous = nullptr;
     for (auto& rl : r.launches) {
+      // Launches on another stream than the one before were ordered by the application's events
+      // on pass 0; on later passes kreplay orders them by waiting for the launch before.
+      if (previous != nullptr &&
+          previous->st->info.stream_id.handle != rl->st->info.stream_id.handle) {
+        if (Status w = previous->recorded->wait(opt.drain_timeout_ms, nullptr); !w.ok())
+          KR_WARN("range {} pass {}: {}", r.info.range_id, r.pass, w.message());
+      }
+      previous = rl.get();
       if (Status s = rl->recorded->relaunch(); !s.ok()) {
         KR_ERROR("range {} pass {}: resubmission failed: {}", r.info.range_id, r.pass,
                  s.message());

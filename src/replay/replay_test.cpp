@@ -94,6 +94,21 @@ TEST(Inventory, ReallocationAtTheSameAddressReplaces) {
   EXPECT_EQ(regions[0].kind, KREPLAY_MEMORY_KIND_POOL);
 }
 
+TEST(Inventory, HoldsAKindWhileARegionOfItLives) {
+  MemoryInventory inv;
+  EXPECT_FALSE(inv.holds(1, KREPLAY_MEMORY_KIND_MANAGED));
+  inv.add(1, 0x1000, 0x100, KREPLAY_MEMORY_KIND_MANAGED);
+  inv.add(1, 0x2000, 0x100, KREPLAY_MEMORY_KIND_MANAGED);
+  inv.add(2, 0x9000, 0x100, KREPLAY_MEMORY_KIND_DEVICE);
+  EXPECT_TRUE(inv.holds(1, KREPLAY_MEMORY_KIND_MANAGED));
+  EXPECT_FALSE(inv.holds(2, KREPLAY_MEMORY_KIND_MANAGED));
+  EXPECT_TRUE(inv.remove(1, 0x1000));
+  EXPECT_TRUE(inv.holds(1, KREPLAY_MEMORY_KIND_MANAGED));
+  inv.add(1, 0x2000, 0x100, KREPLAY_MEMORY_KIND_DEVICE);  // re-allocated as device memory
+  EXPECT_FALSE(inv.holds(1, KREPLAY_MEMORY_KIND_MANAGED));
+  EXPECT_TRUE(inv.holds(1, KREPLAY_MEMORY_KIND_DEVICE));
+}
+
 TEST(Inventory, ArgsScopeFindsPointedRegionsAndGlobals) {
   MemoryInventory inv;
   inv.add(1, 0x10000, 0x1000, KREPLAY_MEMORY_KIND_DEVICE);

@@ -91,6 +91,16 @@ replay::RangeOptions range_options_from_env() {
   if (auto m = env::get("KREPLAY_RANGE_MARKERS"); m && !parse_marker(*m, &o)) {
     KR_WARN("KREPLAY_RANGE_MARKERS='{}' is not a marker; use cuda-profiler or nvtx:NAME", *m);
   }
+  if (auto v = env::get("KREPLAY_RANGE_SYNC"); v && !v->empty()) {
+    if (*v == "close") {
+      o.span_syncs = false;
+    } else if (*v != "span") {
+      KR_WARN(
+          "KREPLAY_RANGE_SYNC='{}' is not a choice; use span (the default: a range stays open "
+          "across synchronizations that cannot observe its work) or close",
+          *v);
+    }
+  }
   return o;
 }
 
@@ -317,6 +327,21 @@ Status Runtime::set_range_options(const kreplay_range_replay_options_t& o) {
   }
   replay::RangeOptions r = engine_->range_options();
   if (o.max_launches != 0) r.max_launches = o.max_launches;
+  if (o.size >= KREPLAY_STRUCT_SIZE(kreplay_range_replay_options_t, synchronize)) {
+    switch (o.synchronize) {
+      case KREPLAY_RANGE_SYNC_DEFAULT:
+        break;
+      case KREPLAY_RANGE_SYNC_SPAN:
+        r.span_syncs = true;
+        break;
+      case KREPLAY_RANGE_SYNC_CLOSE:
+        r.span_syncs = false;
+        break;
+      default:
+        return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                     "options->synchronize is not a kreplay_range_sync_t");
+    }
+  }
   if (o.marker != nullptr && !parse_marker(o.marker, &r)) {
     return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
                  std::string("range marker '") + o.marker +

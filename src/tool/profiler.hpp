@@ -164,6 +164,16 @@ class Profiler final : public ServiceHost {
   };
   std::map<cli::PassKind, ServiceTally> service_tally_;  // guarded by mu_
   DivergenceTally divergence_;                           // guarded by mu_
+  /// Range replay: how many launches each range held and what kept it open or closed it.
+  struct RangeTally {
+    uint64_t ranges = 0, launches = 0, largest = 0;
+    uint64_t by_size[4] = {};  // 1 launch, 2-7, 8-63, 64 or more
+    uint64_t spanned_ranges = 0, syncs_spanned = 0, multi_stream = 0;
+    std::map<std::string, uint64_t> closed_by;
+    void add(const kreplay_range_outcome_record_t& o);
+    std::string line() const;  // "" when no range closed
+  };
+  RangeTally range_tally_;  // guarded by mu_
   std::atomic<uint64_t> launches_{0}, replayed_{0}, declined_{0}, not_selected_{0}, passes_{0};
   uint64_t counter_passes_lost_ = 0;  // guarded by mu_
   std::map<uint64_t, uint32_t> device_index_;  // agent handle -> device_index (set at initialize)

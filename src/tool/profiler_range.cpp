@@ -83,6 +83,7 @@ void Profiler::on_range_config_exit(const kreplay_callback_tracing_range_replay_
       declined_by_reason_[reason_name(o->reason)] += selected;
     }
   }
+  range_tally_.add(*o);
   bool phases_booked = false;
   for (uint64_t i = 0; i < o->launches; ++i) {
     auto it = dispatches_.find(o->dispatch_ids[i]);
@@ -105,6 +106,38 @@ void Profiler::on_range_config_exit(const kreplay_callback_tracing_range_replay_
     it->second.record_ready = true;
     finish_dispatch_locked(o->dispatch_ids[i]);
   }
+}
+
+void Profiler::RangeTally::add(const kreplay_range_outcome_record_t& o) {
+  ++ranges;
+  launches += o.launches;
+  largest = std::max(largest, o.launches);
+  ++by_size[o.launches <= 1 ? 0 : o.launches < 8 ? 1 : o.launches < 64 ? 2 : 3];
+  if (o.size >= KREPLAY_STRUCT_SIZE(kreplay_range_outcome_record_t, streams)) {
+    if (o.synchronizations_spanned > 0) ++spanned_ranges;
+    syncs_spanned += o.synchronizations_spanned;
+    if (o.streams > 1) ++multi_stream;
+  }
+  if (const char* why = kreplay_get_range_close_reason_name(o.close_reason); why && *why)
+    ++closed_by[why];
+}
+
+std::string Profiler::RangeTally::line() const {
+  if (ranges == 0) return {};
+  std::string out = fmt::format(
+      "{} ranges held {} launches ({:.1f} per range, largest {}; 1 launch: {}, 2-7: {}, 8-63: {}, "
+      "64+: {})",
+      ranges, launches, static_cast<double>(launches) / static_cast<double>(ranges), largest,
+      by_size[0], by_size[1], by_size[2], by_size[3]);
+  if (spanned_ranges > 0)
+    out +=
+        fmt::format("; {} stayed open across {} synchronizations", spanned_ranges, syncs_spanned);
+  if (multi_stream > 0) out += fmt::format("; {} spanned streams ordered by events", multi_stream);
+  std::string closed;
+  for (const auto& [why, n] : closed_by)
+    closed += fmt::format("{}{} {}", closed.empty() ? "" : ", ", why, n);
+  if (!closed.empty()) out += "; closed by " + closed;
+  return out;
 }
 
 }  // namespace kreplay::tool

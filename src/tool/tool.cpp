@@ -509,6 +509,7 @@ void Profiler::finalize(bool from_signal) {
                            "passes table)",
                            sum.counter_passes_lost));
   if (std::string line = divergence_.line(); !line.empty()) KR_WARN("{}", line);
+  if (std::string line = range_tally_.line(); !line.empty()) KR_NOTICE("{}", line);
   for (const auto& [kind, t] : service_tally_) {
     KR_NOTICE("{}: {} records from {} passes{}", cli::to_string(kind), t.records, t.passes,
               t.refused == 0 ? std::string()

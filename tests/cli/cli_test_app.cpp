@@ -4,7 +4,8 @@
 //
 //   kreplay-cli-test-app [--launches N] [--sleep-ms MS] [--exit-code C]
 //                        [--die term|segv|abort|kill --after K] [--untracked-from K]
-//                        [--two-kernels] [--sync-every S] [--profiler A B] [--nvtx NAME A B]
+//                        [--two-kernels] [--sync-every S] [--read-every S]
+//                        [--profiler A B] [--nvtx NAME A B]
 //                        [--hang-after K] [--stamp] [--device D] [--peer]
 //
 // It runs N launches (default 4) of one kernel, bump(unsigned* x, unsigned n): x[i] += i + 1 and,
@@ -18,8 +19,10 @@
 // --untracked-from K, memory that replay cannot track is allocated before launch K and freed after
 // the last one, so launches K..N are declined (UNTRACKED_MEMORY). For range replay: --two-kernels
 // makes every even-numbered launch (2, 4, ...) mark(y, n) instead, y[i] += 2i + 1 on a buffer of
-// its own; --sync-every S synchronizes the stream after every S launches (each synchronization
-// closes a range); --profiler A B calls the profiler-start marker before launch A and the
+// its own; --sync-every S synchronizes the stream after every S launches (a range stays open
+// across it: the host observes no memory); --read-every S copies one value of x back to the host
+// after every S launches, as a program reading a result back does (each copy closes a range);
+// --profiler A B calls the profiler-start marker before launch A and the
 // profiler-stop marker after launch B; --nvtx NAME A B pushes an NVTX range NAME before launch A
 // and pops it after launch B. With --hang-after K it ignores SIGTERM and SIGINT after launch K and
 // sleeps for ever (an application that will not stop). With --stamp every launch is followed by
@@ -95,13 +98,13 @@ T check(kreplay::Result<T> r, const char* what) {
 }
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(
-      stderr,
-      "cli-test-app: %s\nusage: kreplay-cli-test-app [--launches N] [--sleep-ms MS] "
-      "[--exit-code C] [--die term|segv|abort|kill --after K] [--untracked-from K] "
-      "[--two-kernels] [--sync-every S] [--profiler A B] [--nvtx NAME A B] [--hang-after K] "
-      "[--stamp] [--device D] [--peer]\n",
-      why);
+  std::fprintf(stderr,
+               "cli-test-app: %s\nusage: kreplay-cli-test-app [--launches N] [--sleep-ms MS] "
+               "[--exit-code C] [--die term|segv|abort|kill --after K] [--untracked-from K] "
+               "[--two-kernels] [--sync-every S] [--read-every S] [--profiler A B] [--nvtx NAME A "
+               "B] [--hang-after K] "
+               "[--stamp] [--device D] [--peer]\n",
+               why);
   std::exit(64);
 }
 
@@ -134,7 +137,8 @@ uint32_t number(int argc, char** argv, int* i) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint32_t launches = 4, exit_code = 0, after = 0, untracked_from = 0, sync_every = 0;
+  uint32_t launches = 4, exit_code = 0, after = 0, untracked_from = 0, sync_every = 0,
+           read_every = 0;
   uint32_t hang_after = 0, device = 0;
   uint32_t profiler_from = 0, profiler_to = 0, nvtx_from = 0, nvtx_to = 0;
   bool two_kernels = false, stamps = false, peer = false;
@@ -155,6 +159,8 @@ int main(int argc, char** argv) {
       two_kernels = true;
     } else if (a == "--sync-every") {
       sync_every = number(argc, argv, &i);
+    } else if (a == "--read-every") {
+      read_every = number(argc, argv, &i);
     } else if (a == "--profiler") {
       profiler_from = number(argc, argv, &i);
       profiler_to = number(argc, argv, &i);
@@ -226,6 +232,10 @@ int main(int argc, char** argv) {
     if (l == profiler_to) hostrt::profiler_stop();
     if (sync_every != 0 && l % sync_every == 0) {
       check(hostrt::stream_synchronize(stream), "synchronize");
+    }
+    if (read_every != 0 && l % read_every == 0) {
+      uint32_t first = 0;
+      check(hostrt::memcpy(&first, x, sizeof(first)), "read back x[0]");
     }
     if (l == hang_after) {
       // An application that will not stop: it ignores the signals that ask it to (set after the

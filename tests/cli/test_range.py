@@ -3,7 +3,8 @@
 
 The application is kreplay-cli-test-app with --two-kernels: odd launches are bump(x), even ones
 mark(y); both are not idempotent, so the app's own check ("cli-test-app: OK") fails unless every
-range was restored between its passes. --sync-every S closes a range every S launches;
+range was restored between its passes. --read-every S copies a value back every S launches, which
+closes a range; --sync-every S synchronizes the stream, which leaves it open;
 --profiler A B and --nvtx NAME A B put markers around launches A..B.
 
 - Every launch of a range gets its own counter values, equal to kernel-by-kernel replay's.
@@ -12,6 +13,8 @@ range was restored between its passes. --sync-every S closes a range every S lau
   is not replayed (no snapshot).
 - With markers only the launches inside them are profiled; the tally still counts every launch.
 - A range of one pass runs without a snapshot and still gives every launch its counters.
+- A range stays open across synchronizations that let the host observe nothing (and closes at
+  each with KREPLAY_RANGE_SYNC=close); the tally says how many launches each range held.
 - Input files accept replay_mode: range and range_markers.
 - Bad range options are one clear line.
 """
@@ -30,9 +33,9 @@ class RangeCase(e2e.KreplayTestCase):
     def app(self, *args):
         return [e2e.TEST_APP, "--two-kernels"] + [str(a) for a in args]
 
-    def run_app(self, kreplay_args, app_args, directory="out"):
+    def run_app(self, kreplay_args, app_args, directory="out", env=None):
         r = self.kreplay_ok(*(list(kreplay_args) + ["-d", directory, "-o", "run", "--"] +
-                              self.app(*app_args)))
+                              self.app(*app_args)), env=env)
         self.assertIn(APP_OK, r.stdout, "the application's check failed\n{}".format(r))
         return r, os.path.join(self.tmp, directory, "run_results.db")
 
@@ -58,9 +61,9 @@ class RangeCounters(RangeCase):
     def test_each_launch_has_the_values_kernel_replay_gives(self):
         groups = ["--pmc", "ops", "--pmc", "threads_launched", "--pmc", "bytes_written"]
         rr, range_db = self.run_app(["--replay-mode", "range"] + groups,
-                                    ["--launches", 8, "--sync-every", 4], "range")
+                                    ["--launches", 8, "--read-every", 4], "range")
         rk, kernel_db = self.run_app(["--replay-mode", "kernel"] + groups,
-                                     ["--launches", 8, "--sync-every", 4], "kernel")
+                                     ["--launches", 8, "--read-every", 4], "kernel")
         ranged, kerneled = self.counters(range_db), self.counters(kernel_db)
         self.assertEqual(len(ranged), 8 * 3, str(rr))
         self.assertEqual(ranged, kerneled, "range and kernel replay differ\n{}\n{}".format(rr, rk))
@@ -80,7 +83,7 @@ class RangeCounters(RangeCase):
 
     def test_a_range_is_snapshotted_once_and_restored_per_further_pass(self):
         r, db = self.run_app(["--replay-mode", "range", "--pmc", "ops", "--pmc", "threads_launched",
-                              "--pmc", "bytes_read"], ["--launches", 8, "--sync-every", 4])
+                              "--pmc", "bytes_read"], ["--launches", 8, "--read-every", 4])
         ph = self.phases(db)
         self.assertEqual([p["phase"] for p in ph], ["snapshot", "restore", "restore"] * 2, str(r))
         # Booked on each range's first launch.
@@ -96,7 +99,7 @@ class RangeCounters(RangeCase):
 
     def test_one_pass_range_has_counters_and_no_snapshot(self):
         r, db = self.run_app(["--replay-mode", "range", "--pmc", "ops"],
-                             ["--launches", 6, "--sync-every", 3])
+                             ["--launches", 6, "--read-every", 3])
         d = self.dispatches(db)
         self.assertEqual(len(d), 6, str(r))
         self.assertTrue(all(x["outcome"] == "not_requested" and x["passes_executed"] == 1 and
@@ -108,11 +111,50 @@ class RangeCounters(RangeCase):
         self.assertEqual(e2e.tally(r)[0]["replayed"], 0)
 
 
+class RangeAcrossSynchronizations(RangeCase):
+    GROUPS = ["--replay-mode", "range", "--pmc", "ops", "--pmc", "threads_launched"]
+
+    def range_line(self, r):
+        lines = [l for l in r.kreplay_lines if " ranges held " in l]
+        self.assertEqual(len(lines), 1, str(r))
+        return lines[0]
+
+    def test_a_synchronization_leaves_the_range_open(self):
+        # Synchronized after launches 2, 4, 6, 8 and once more before the app reads x back: one
+        # range, one snapshot, every launch restored and replayed (the app's check passes).
+        r, db = self.run_app(self.GROUPS, ["--launches", 8, "--sync-every", 2])
+        self.assertEqual([p["phase"] for p in self.phases(db)], ["snapshot", "restore"], str(r))
+        self.assertTrue(all(x["outcome"] == "replayed" for x in self.dispatches(db)))
+        line = self.range_line(r)
+        self.assertIn("1 ranges held 8 launches (8.0 per range, largest 8; 1 launch: 0, 2-7: 0, "
+                      "8-63: 1, 64+: 0)", line)
+        self.assertIn("1 stayed open across 5 synchronizations", line)
+        self.assertIn("closed by memory 1", line)
+
+    def test_KREPLAY_RANGE_SYNC_close_closes_a_range_at_every_synchronization(self):
+        r, db = self.run_app(self.GROUPS, ["--launches", 8, "--sync-every", 2],
+                             env={"KREPLAY_RANGE_SYNC": "close"})
+        self.assertEqual([p["dispatch_id"] for p in self.phases(db) if p["phase"] == "snapshot"],
+                         [1, 3, 5, 7], str(r))
+        line = self.range_line(r)
+        self.assertIn("4 ranges held 8 launches", line)
+        self.assertNotIn("stayed open", line)
+        self.assertIn("closed by synchronize 4", line)
+
+    def test_a_bad_KREPLAY_RANGE_SYNC_is_one_line_and_the_default_holds(self):
+        r, db = self.run_app(self.GROUPS, ["--launches", 4, "--sync-every", 2],
+                             env={"KREPLAY_RANGE_SYNC": "sometimes"})
+        warnings = [l for l in r.kreplay_lines if "KREPLAY_RANGE_SYNC" in l]
+        self.assertEqual(len(warnings), 1, str(r))
+        self.assertIn("use span", warnings[0])
+        self.assertIn("1 ranges held 4 launches", self.range_line(r))
+
+
 class RangeFilters(RangeCase):
     def test_unselected_launches_run_in_the_passes_but_leave_no_records(self):
         r, db = self.run_app(["--replay-mode", "range", "--pmc", "ops", "--pmc", "threads_launched",
                               "--kernel-include-regex", "mark"],
-                             ["--launches", 8, "--sync-every", 4])
+                             ["--launches", 8, "--read-every", 4])
         d = self.dispatches(db)
         self.assertEqual([x["dispatch_id"] for x in d], [2, 4, 6, 8], str(r))
         self.assertEqual({self.short(x["kernel_name"]) for x in d}, {"mark"})
@@ -131,7 +173,7 @@ class RangeFilters(RangeCase):
         # One launch per range: the bump ranges select nothing and take no snapshot.
         r, db = self.run_app(["--replay-mode", "range", "--pmc", "ops", "--pmc", "threads_launched",
                               "--kernel-include-regex", "mark"],
-                             ["--launches", 8, "--sync-every", 1])
+                             ["--launches", 8, "--read-every", 1])
         snapshots = [p for p in self.phases(db) if p["phase"] == "snapshot"]
         self.assertEqual([p["dispatch_id"] for p in snapshots], [2, 4, 6, 8], str(r))
         t = e2e.tally(r)[0]
@@ -140,7 +182,7 @@ class RangeFilters(RangeCase):
     def test_iteration_range_counts_logical_launches(self):
         r, db = self.run_app(["--replay-mode", "range", "--pmc", "ops", "--pmc", "threads_launched",
                               "-k", "mark", "--kernel-iteration-range", "[2-3]"],
-                             ["--launches", 8, "--sync-every", 4])
+                             ["--launches", 8, "--read-every", 4])
         self.assertEqual([x["dispatch_id"] for x in self.dispatches(db)], [4, 6], str(r))
 
 

@@ -29,7 +29,7 @@ set -u
 
 APPS=(inplace_counter lazy_globals atomic_histogram malloc_async vmm managed mapped_host
       multistream_threads cublas_gemm cluster_launch multi_kernel_chain graph_launch
-      coop_ptsz surface_array graph_conditional graph_memnodes cufft_plan torch_inplace
+      coop_ptsz surface_array graph_conditional graph_memnodes cufft_plan event_streams torch_inplace
       torch_compile torch_compile_graphs jax_train cupy_ops triton_kernels)
 # Python applications: the script in bin/ (copied there by CMake) and its arguments.
 declare -A PY_APPS=([torch_inplace]=torch_inplace.py [torch_compile]=torch_compile.py

@@ -221,11 +221,18 @@ class Range : public ::testing::Test {
     S().reset();
     *g_counter = 0;
     stream_ = hr::default_stream();
-    options_ = sdk::Runtime::get().engine().range_options();
+    saved_ = sdk::Runtime::get().engine().range_options();
+    // These tests read the host device's memory directly after a synchronization (which a CUDA
+    // program can do only with managed memory): synchronizations close ranges here, except in
+    // the tests of ranges that stay open across them (span_syncs(true)).
+    options_ = saved_;
+    options_.span_syncs = false;
+    sdk::Runtime::get().engine().set_range_options(options_);
   }
   void TearDown() override {
-    ASSERT_TRUE(hr::device_synchronize().ok());  // closes any open range
-    sdk::Runtime::get().engine().set_range_options(options_);
+    sdk::Runtime::get().engine().range_barrier(0, KREPLAY_RANGE_CLOSE_EXIT);
+    ASSERT_TRUE(hr::device_synchronize().ok());
+    sdk::Runtime::get().engine().set_range_options(saved_);
     for (float* b : bufs_) EXPECT_TRUE(hr::free(b).ok());
   }
   float* buffer(uint32_t n, float v) {
@@ -263,12 +270,23 @@ class Range : public ::testing::Test {
     EXPECT_TRUE(hr::free(flag).ok());
     sdk::Runtime::get().engine().set_options(saved);
   }
+  void span_syncs(bool on) {
+    auto o = sdk::Runtime::get().engine().range_options();
+    o.span_syncs = on;
+    sdk::Runtime::get().engine().set_range_options(o);
+  }
+  // The value at x[i] read back with a copy (which closes an open range first).
+  float read(const float* x, uint32_t i = 7) {
+    float v = 0;
+    EXPECT_TRUE(hr::memcpy(&v, x + i, sizeof(v)).ok());
+    return v;
+  }
   float expect(float v, int k) {
     for (int i = 0; i < k; ++i) v = v * 2.0f + 1.0f;
     return v;
   }
   hr::Stream stream_ = 0;
-  replay::RangeOptions options_;
+  replay::RangeOptions saved_, options_;  // as the test started; what it starts from
   std::vector<float*> bufs_;
 };
 
@@ -818,6 +836,134 @@ TEST_F(Range, ALaunchFromAToolCallbackRunsOutsideTheRange) {
   EXPECT_EQ(x[0], expect(0.5f, 1));
   EXPECT_EQ(inner[0], expect(0.5f, 1));
   EXPECT_EQ(S().exits().size(), 1u);
+}
+
+// ---- issue 13: ranges across synchronizations and streams ordered by events ----
+
+// A stream, event and device synchronization let the host observe nothing: the range stays open
+// across them and closes at the copy that reads the result back, which sees one execution.
+TEST_F(Range, ARangeStaysOpenAcrossSynchronizationsUntilACopy) {
+  span_syncs(true);
+  float* x = buffer(1000, 0.5f);
+  auto ev = *hr::event_create();
+  update(x, 1000);
+  ASSERT_TRUE(hr::stream_synchronize(stream_).ok());
+  update(x, 1000);
+  ASSERT_TRUE(hr::event_record(ev, stream_).ok());
+  ASSERT_TRUE(hr::event_synchronize(ev).ok());
+  update(x, 1000);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_TRUE(S().exits().empty()) << "a synchronization closed the range";
+  EXPECT_EQ(read(x), expect(0.5f + 0.007f, 3));  // the copy closes the range first
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 1u);
+  const auto& o = exits[0].outcome;
+  EXPECT_EQ(o.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(o.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
+  EXPECT_EQ(o.launches, 3u);
+  EXPECT_EQ(o.passes_executed, 3u);
+  EXPECT_EQ(o.synchronizations_spanned, 3u);
+  EXPECT_EQ(o.streams, 1u);
+  EXPECT_EQ(*g_counter, 3u);
+  EXPECT_TRUE(hr::event_destroy(ev).ok());
+}
+
+// The host may read managed memory after a synchronization with no call kreplay sees: a range
+// whose launch points into it, or any range while the device holds managed memory, closes there.
+TEST_F(Range, ManagedMemoryMakesASynchronizationCloseTheRange) {
+  span_syncs(true);
+  float* x = buffer(256, 0.5f);
+  auto* m = static_cast<float*>(*hr::malloc_managed(256 * sizeof(float)));
+  for (int i = 0; i < 256; ++i) m[i] = 0.25f;
+  update(x, 256);  // not into managed memory, but the device holds some
+  ASSERT_TRUE(hr::stream_synchronize(stream_).ok());
+  update(m, 256);
+  ASSERT_TRUE(hr::stream_synchronize(stream_).ok());
+  EXPECT_EQ(m[0], expect(0.25f, 1));  // read by the host with no call: one execution
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 2u);
+  for (const auto& e : exits) {
+    EXPECT_EQ(e.outcome.close_reason, KREPLAY_RANGE_CLOSE_SYNCHRONIZE);
+    EXPECT_EQ(e.outcome.synchronizations_spanned, 0u);
+    EXPECT_EQ(e.outcome.passes_executed, 3u);
+  }
+  EXPECT_TRUE(hr::free(m).ok());
+  // Without managed memory on the device, the same synchronization leaves the range open.
+  S().reset();
+  update(x, 256);
+  ASSERT_TRUE(hr::stream_synchronize(stream_).ok());
+  EXPECT_TRUE(S().exits().empty());
+  EXPECT_EQ(read(x, 3), expect(0.5f + 0.003f, 2));
+}
+
+// RangeOptions::span_syncs off (KREPLAY_RANGE_SYNC=close): every synchronization closes.
+TEST_F(Range, WithSpanningOffEverySynchronizationCloses) {
+  float* x = buffer(256, 0.5f);
+  update(x, 256);
+  ASSERT_TRUE(hr::stream_synchronize(stream_).ok());
+  update(x, 256);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[1].outcome.close_reason, KREPLAY_RANGE_CLOSE_SYNCHRONIZE);
+  EXPECT_EQ(read(x, 3), expect(0.5f + 0.003f, 2));
+}
+
+// A launch on another stream joins the range when that stream waited for an event recorded after
+// the range's last launch: the launches run one after another, and every later pass resubmits
+// them in that order (accumulate reads what update wrote on the other stream).
+TEST_F(Range, ALaunchOnAStreamOrderedByAnEventJoinsTheRange) {
+  span_syncs(true);
+  constexpr uint32_t n = 4096;
+  float* x = buffer(n, 0.5f);
+  float* y = buffer(n, 1.0f);
+  auto b = *hr::stream_create();
+  auto to_b = *hr::event_create(), to_a = *hr::event_create();
+  update(x, n);
+  ASSERT_TRUE(hr::event_record(to_b, stream_).ok());
+  ASSERT_TRUE(hr::stream_wait_event(b, to_b).ok());
+  ASSERT_TRUE(hr::launch_args(fx().accumulate, {n / 64}, {64}, b, y, x, n).ok());
+  ASSERT_TRUE(hr::event_record(to_a, b).ok());
+  ASSERT_TRUE(hr::stream_wait_event(stream_, to_a).ok());
+  update(x, n);  // back on the first stream, behind accumulate
+  EXPECT_EQ(read(y, 5), 1.005f + expect(0.505f, 1));
+  EXPECT_EQ(read(x, 5), expect(0.505f, 2));
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].outcome.launches, 3u);
+  EXPECT_EQ(exits[0].outcome.streams, 3u);  // a, b, a
+  EXPECT_EQ(exits[0].outcome.passes_executed, 3u);
+  EXPECT_EQ(exits[0].outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  for (auto e : {to_b, to_a}) EXPECT_TRUE(hr::event_destroy(e).ok());
+  EXPECT_TRUE(hr::stream_destroy(b).ok());
+}
+
+// Not ordered: no wait, or a wait for an event recorded before the range's last launch. The
+// launch on the other stream closes the range (OTHER_STREAM).
+TEST_F(Range, ALaunchOnAStreamNotOrderedAfterTheRangeClosesIt) {
+  span_syncs(true);
+  float* x = buffer(256, 0.5f);
+  float* y = buffer(256, 0.5f);
+  auto b = *hr::stream_create();
+  auto ev = *hr::event_create();
+  update(x, 256);
+  update(y, 256, b);  // no event at all
+  update(x, 256);
+  ASSERT_TRUE(hr::event_record(ev, stream_).ok());
+  update(x, 256);  // the event now precedes the range's last launch
+  ASSERT_TRUE(hr::stream_wait_event(b, ev).ok());
+  update(y, 256, b);
+  EXPECT_EQ(read(x, 3), expect(0.5f + 0.003f, 3));
+  EXPECT_EQ(read(y, 3), expect(0.5f + 0.003f, 2));
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 4u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER_STREAM);
+  EXPECT_EQ(exits[1].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER_STREAM);
+  EXPECT_EQ(exits[2].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER_STREAM);
+  EXPECT_EQ(exits[2].outcome.launches, 2u);
+  for (const auto& e : exits) EXPECT_EQ(e.outcome.streams, 1u);
+  EXPECT_TRUE(hr::event_destroy(ev).ok());
+  EXPECT_TRUE(hr::stream_destroy(b).ok());
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "backends/cuda/interception.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/module_symbols.hpp"
+#include "backends/cuda/range_calls.hpp"
 #include "backends/cuda/services/cupti_service.hpp"
 #include "backends/cuda/vmm_tracker.hpp"
 #include "common/env.hpp"
@@ -507,71 +508,6 @@ void launch_exit(const CUpti_CallbackData* cb) {
   sdk::Runtime::get().engine().exit(inflight->st, ok);
 }
 
-// ---- range replay: which driver calls close an open range ----
-
-bool starts_with(const char* s, const char* p) { return std::strncmp(s, p, std::strlen(p)) == 0; }
-
-// NONE: the call cannot observe or change device memory (queries of handles and attributes,
-// event recording, context switches); everything else closes the range first.
-kreplay_range_close_reason_t range_close_reason(const char* name) {
-  if (name == nullptr) return KREPLAY_RANGE_CLOSE_OTHER;
-  static constexpr const char* kHarmless[] = {
-      "cuCtxGet", "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent", "cuDeviceGet",
-      "cuDevicePrimaryCtx", "cuDeviceCanAccessPeer", "cuDeviceComputeCapability",
-      "cuDeviceTotalMem", "cuDriverGetVersion", "cuFuncGet", "cuFuncSet", "cuFuncIsLoaded",
-      "cuFuncLoad", "cuKernelGet", "cuKernelSet", "cuLibraryGet", "cuModuleGet", "cuGetProcAddress",
-      "cuGetError", "cuGetExportTable", "cuPointerGet", "cuStreamGet", "cuStreamIsCapturing",
-      "cuEventCreate", "cuEventDestroy", "cuEventRecord", "cuEventElapsedTime", "cuStreamCreate",
-      "cuOccupancy", "cuInit", "cuProfilerInitialize", "cuCtxGetStreamPriorityRange",
-      "cuThreadExchangeStreamCaptureMode", "cuMemGetInfo", "cuMemGetAddressRange",
-      "cuMemPoolGetAttribute", "cuMemPoolSetAttribute", "cuDeviceGetMemPool",
-      "cuDeviceGetDefaultMemPool", "cuMemGetAllocationGranularity", "cuCtxGetDevice"};
-  for (const char* h : kHarmless) {
-    if (starts_with(name, h)) return KREPLAY_RANGE_CLOSE_NONE;
-  }
-  if (starts_with(name, "cuMemcpy") || starts_with(name, "cuMemset") || starts_with(name, "cuMem"))
-    return KREPLAY_RANGE_CLOSE_MEMORY;
-  if (starts_with(name, "cuCtxSynchronize") || starts_with(name, "cuStreamSynchronize") ||
-      starts_with(name, "cuEventSynchronize") || starts_with(name, "cuStreamQuery") ||
-      starts_with(name, "cuEventQuery") || starts_with(name, "cuStreamWaitEvent") ||
-      starts_with(name, "cuLaunchHostFunc"))
-    return KREPLAY_RANGE_CLOSE_SYNCHRONIZE;
-  if (starts_with(name, "cuModule") || starts_with(name, "cuLibrary")) return KREPLAY_RANGE_CLOSE_MODULE;
-  if (starts_with(name, "cuGraph") || starts_with(name, "cuStreamBeginCapture"))
-    return KREPLAY_RANGE_CLOSE_GRAPH;
-  return KREPLAY_RANGE_CLOSE_OTHER;
-}
-
-bool range_mode() {
-  auto* c = sdk::Runtime::get().registry().range_context();
-  return c != nullptr && c->active.load(std::memory_order_acquire);
-}
-
-std::vector<std::string>& nvtx_stack() {
-  thread_local std::vector<std::string> stack;
-  return stack;
-}
-
-void nvtx_callback(CUpti_CallbackId cbid, const CUpti_NvtxData* d) {
-  auto& engine = sdk::Runtime::get().engine();
-  if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA) {
-    auto* p = static_cast<const nvtxRangePushA_params*>(d->functionParams);
-    nvtx_stack().emplace_back(p && p->message ? p->message : "");
-    engine.range_marker(replay::Engine::MarkerEvent::kNvtxPush, nvtx_stack().back());
-  } else if (cbid == CUPTI_CBID_NVTX_nvtxRangePushEx) {
-    auto* p = static_cast<const nvtxRangePushEx_params*>(d->functionParams);
-    const char* msg = p && p->eventAttrib && p->eventAttrib->messageType == NVTX_MESSAGE_TYPE_ASCII
-                          ? p->eventAttrib->message.ascii
-                          : "";
-    nvtx_stack().emplace_back(msg ? msg : "");
-    engine.range_marker(replay::Engine::MarkerEvent::kNvtxPush, nvtx_stack().back());
-  } else if (cbid == CUPTI_CBID_NVTX_nvtxRangePop && !nvtx_stack().empty()) {
-    std::string name = std::move(nvtx_stack().back());
-    nvtx_stack().pop_back();
-    engine.range_marker(replay::Engine::MarkerEvent::kNvtxPop, name);
-  }
-}
-
 bool is_launch(CUpti_CallbackId cbid) {
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
@@ -648,22 +584,15 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
       return;
     }
     if (domain == CUPTI_CB_DOMAIN_NVTX) {
-      nvtx_callback(cbid, static_cast<const CUpti_NvtxData*>(data));
+      range_calls::nvtx_callback(cbid, static_cast<const CUpti_NvtxData*>(data));
       return;
     }
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     init_devices();
-    if (cb->callbackSite == CUPTI_API_ENTER && !is_launch(cbid) && range_mode()) {
-      // A range closes before any call that could observe or change device memory.
-      if (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart) {
-        sdk::Runtime::get().engine().range_marker(replay::Engine::MarkerEvent::kProfilerStart, "");
-      } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop) {
-        sdk::Runtime::get().engine().range_marker(replay::Engine::MarkerEvent::kProfilerStop, "");
-      } else if (auto why = range_close_reason(cb->functionName); why != KREPLAY_RANGE_CLOSE_NONE) {
-        CudaDevice* dev = device_of_context(cb->context);
-        sdk::Runtime::get().engine().range_barrier(dev ? dev->agent : 0, why);
-      }
+    if (cb->callbackSite == CUPTI_API_ENTER && !is_launch(cbid) && range_calls::range_mode()) {
+      CudaDevice* dev = device_of_context(cb->context);
+      range_calls::driver_call_enter(cbid, cb, dev ? dev->agent : 0);
     }
     if (is_launch(cbid)) {
       if (cb->callbackSite == CUPTI_API_ENTER) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -26,6 +27,27 @@ struct Allocation {
   size_t size = 0;
   int device = 0;
   bool tracked = true;
+};
+
+/// An event: record N marks its stream's point N; waits are for the last point recorded.
+struct HostEvent {
+  int device = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t recorded = 0;  ///< points recorded so far
+  uint64_t reached = 0;   ///< the latest point its stream has run past
+
+  void reach(uint64_t point) {
+    {
+      std::lock_guard lock(mu);
+      reached = std::max(reached, point);
+    }
+    cv.notify_all();
+  }
+  void wait_for(uint64_t point) {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return reached >= point; });
+  }
 };
 
 struct KernelRec {
@@ -129,6 +151,8 @@ class Runtime {
 
   std::shared_mutex mu_;  // guards the maps below
   std::unordered_map<Stream, std::shared_ptr<HostStream>> streams_;
+  std::unordered_map<Event, std::shared_ptr<HostEvent>> events_;
+  Event next_event_ = 1;
   std::map<uintptr_t, Allocation> allocations_;
   std::vector<std::unique_ptr<KernelRec>> kernels_;
   std::vector<std::unique_ptr<ModuleRec>> modules_;
@@ -224,6 +248,10 @@ Result<void*> malloc_host_mapped(size_t bytes, int device) {
   return allocate(bytes, device, true, KREPLAY_MEMORY_KIND_HOST_MAPPED);
 }
 
+Result<void*> malloc_managed(size_t bytes, int device) {
+  return allocate(bytes, device, true, KREPLAY_MEMORY_KIND_MANAGED);
+}
+
 Status free(void* ptr) {
   RETURN_IF_ERROR(rt().ensure());
   if (ptr == nullptr) return Status::Ok();
@@ -315,16 +343,84 @@ Status stream_destroy(Stream stream) {
 Status stream_synchronize(Stream stream) {
   auto s = rt().stream(stream);
   if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
-  sdk::Runtime::get().engine().range_barrier(rt().device(s->device())->agent,
-                                             KREPLAY_RANGE_CLOSE_SYNCHRONIZE);
+  sdk::Runtime::get().engine().range_sync(rt().device(s->device())->agent);
   s->wait_idle(UINT32_MAX);
   return Status::Ok();
 }
 
 Status device_synchronize(int device) {
   ASSIGN_OR_RETURN(HostDevice * dev, rt().checked_device(device));
-  sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_SYNCHRONIZE);
+  sdk::Runtime::get().engine().range_sync(dev->agent);
   return dev->drain(UINT32_MAX);
+}
+
+namespace {
+std::shared_ptr<HostEvent> find_event(Event event) {
+  std::shared_lock lock(rt().mu_);
+  auto it = rt().events_.find(event);
+  return it == rt().events_.end() ? nullptr : it->second;
+}
+}  // namespace
+
+Result<Event> event_create(int device) {
+  ASSIGN_OR_RETURN(HostDevice * dev, rt().checked_device(device));
+  (void)dev;
+  auto e = std::make_shared<HostEvent>();
+  e->device = device;
+  std::unique_lock lock(rt().mu_);
+  Event id = rt().next_event_++;
+  rt().events_[id] = std::move(e);
+  return id;
+}
+
+Status event_destroy(Event event) {
+  std::unique_lock lock(rt().mu_);
+  if (rt().events_.erase(event) == 0)
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown event");
+  return Status::Ok();
+}
+
+Status event_record(Event event, Stream stream) {
+  auto e = find_event(event);
+  auto s = rt().stream(stream);
+  if (!e || !s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown event or stream");
+  if (s->capturing)
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "events are not recorded into captures");
+  sdk::Runtime::get().engine().range_event_record(rt().device(s->device())->agent, stream, event);
+  uint64_t point = 0;
+  {
+    std::lock_guard lock(e->mu);
+    point = ++e->recorded;
+  }
+  s->enqueue([e, point] { e->reach(point); });
+  return Status::Ok();
+}
+
+Status stream_wait_event(Stream stream, Event event) {
+  auto e = find_event(event);
+  auto s = rt().stream(stream);
+  if (!e || !s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown event or stream");
+  sdk::Runtime::get().engine().range_stream_wait(rt().device(s->device())->agent, stream, event);
+  uint64_t point = 0;
+  {
+    std::lock_guard lock(e->mu);
+    point = e->recorded;
+  }
+  if (point > 0) s->enqueue([e, point] { e->wait_for(point); });
+  return Status::Ok();
+}
+
+Status event_synchronize(Event event) {
+  auto e = find_event(event);
+  if (!e) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown event");
+  sdk::Runtime::get().engine().range_sync(rt().device(e->device)->agent);
+  uint64_t point = 0;
+  {
+    std::lock_guard lock(e->mu);
+    point = e->recorded;
+  }
+  e->wait_for(point);
+  return Status::Ok();
 }
 
 Status stream_begin_capture(Stream stream) {

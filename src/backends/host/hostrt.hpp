@@ -55,6 +55,7 @@ using Stream = uint64_t;  ///< 0 is never a stream
 using Module = uint64_t;
 using Kernel = uint64_t;
 using Graph = uint64_t;
+using Event = uint64_t;  ///< 0 is never an event
 
 // ---- memory ----
 Result<void*> malloc(size_t bytes, int device = 0);
@@ -62,6 +63,9 @@ Status free(void* ptr);
 /// Host memory the device can read and write (like cudaMallocHost): tracked as mapped host memory;
 /// a launch whose arguments point into it may wait for the host.
 Result<void*> malloc_host_mapped(size_t bytes, int device = 0);
+/// Managed memory (like cudaMallocManaged): tracked as managed; the host may read and write it
+/// with no call, so ranges on its device close at every synchronization.
+Result<void*> malloc_managed(size_t bytes, int device = 0);
 /// Memory the replay inventory does not see (simulates memory kreplay cannot track). Its presence
 /// makes replay decline with UNTRACKED_MEMORY while it lives.
 Result<void*> malloc_untracked(size_t bytes, int device = 0);
@@ -76,6 +80,15 @@ Result<Stream> stream_create(int device = 0);
 Status stream_destroy(Stream stream);
 Status stream_synchronize(Stream stream);
 Status device_synchronize(int device = 0);
+// ---- events (like cudaEvent_t) ----
+Result<Event> event_create(int device = 0);
+Status event_destroy(Event event);
+/// Marks the point @p stream's work has reached when the event completes.
+Status event_record(Event event, Stream stream);
+/// Work submitted to @p stream later waits until @p event's last recorded point completes.
+Status stream_wait_event(Stream stream, Event event);
+/// Waits on the host until @p event's last recorded point completes.
+Status event_synchronize(Event event);
 /// Stream capture: launches into a capturing stream are recorded into a graph, not executed
 /// (they are not dispatches: the graph's launches are).
 Status stream_begin_capture(Stream stream);

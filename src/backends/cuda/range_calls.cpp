@@ -1,0 +1,173 @@
+// See range_calls.hpp.
+#include "backends/cuda/range_calls.hpp"
+
+#include <generated_nvtx_meta.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "sdk/runtime.hpp"
+
+namespace kreplay::cuda::range_calls {
+namespace {
+
+bool starts_with(const char* s, const char* p) {
+  return std::strncmp(s, p, std::strlen(p)) == 0;
+}
+
+// NONE: the call cannot observe or change device memory (queries of handles and attributes,
+// event recording, context switches); everything else closes the range first.
+kreplay_range_close_reason_t range_close_reason(const char* name) {
+  if (name == nullptr) return KREPLAY_RANGE_CLOSE_OTHER;
+  static constexpr const char* kHarmless[] = {"cuCtxGet",
+                                              "cuCtxSetCurrent",
+                                              "cuCtxPushCurrent",
+                                              "cuCtxPopCurrent",
+                                              "cuDeviceGet",
+                                              "cuDevicePrimaryCtx",
+                                              "cuDeviceCanAccessPeer",
+                                              "cuDeviceComputeCapability",
+                                              "cuDeviceTotalMem",
+                                              "cuDriverGetVersion",
+                                              "cuFuncGet",
+                                              "cuFuncSet",
+                                              "cuFuncIsLoaded",
+                                              "cuFuncLoad",
+                                              "cuKernelGet",
+                                              "cuKernelSet",
+                                              "cuLibraryGet",
+                                              "cuModuleGet",
+                                              "cuGetProcAddress",
+                                              "cuGetError",
+                                              "cuGetExportTable",
+                                              "cuPointerGet",
+                                              "cuStreamGet",
+                                              "cuStreamIsCapturing",
+                                              "cuEventCreate",
+                                              "cuEventDestroy",
+                                              "cuEventRecord",
+                                              "cuEventElapsedTime",
+                                              "cuStreamCreate",
+                                              "cuOccupancy",
+                                              "cuInit",
+                                              "cuProfilerInitialize",
+                                              "cuCtxGetStreamPriorityRange",
+                                              "cuThreadExchangeStreamCaptureMode",
+                                              "cuMemGetInfo",
+                                              "cuMemGetAddressRange",
+                                              "cuMemPoolGetAttribute",
+                                              "cuMemPoolSetAttribute",
+                                              "cuDeviceGetMemPool",
+                                              "cuDeviceGetDefaultMemPool",
+                                              "cuMemGetAllocationGranularity",
+                                              "cuCtxGetDevice"};
+  for (const char* h : kHarmless) {
+    if (starts_with(name, h)) return KREPLAY_RANGE_CLOSE_NONE;
+  }
+  if (starts_with(name, "cuMemcpy") || starts_with(name, "cuMemset") || starts_with(name, "cuMem"))
+    return KREPLAY_RANGE_CLOSE_MEMORY;
+  // A host function runs on the host behind the range's launches and may read what they wrote.
+  if (starts_with(name, "cuLaunchHostFunc")) return KREPLAY_RANGE_CLOSE_SYNCHRONIZE;
+  if (starts_with(name, "cuModule") || starts_with(name, "cuLibrary"))
+    return KREPLAY_RANGE_CLOSE_MODULE;
+  if (starts_with(name, "cuGraph") || starts_with(name, "cuStreamBeginCapture"))
+    return KREPLAY_RANGE_CLOSE_GRAPH;
+  return KREPLAY_RANGE_CLOSE_OTHER;
+}
+
+/// A plain synchronization or query: the host learns that work finished and observes no memory
+/// (Engine::range_sync decides whether the open range stays open).
+bool is_plain_sync(const char* name) {
+  return name != nullptr &&
+         (starts_with(name, "cuCtxSynchronize") || starts_with(name, "cuStreamSynchronize") ||
+          starts_with(name, "cuEventSynchronize") || starts_with(name, "cuStreamQuery") ||
+          starts_with(name, "cuEventQuery"));
+}
+
+/// cuEventRecord* and cuStreamWaitEvent* order work between streams without touching memory:
+/// the engine learns of them (a stream that waited for the range's event may join the range).
+/// Returns false for any other call.
+bool note_stream_order(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t agent) {
+  auto& engine = sdk::Runtime::get().engine();
+  auto handle = [](CUstream s, bool ptsz) {
+    return reinterpret_cast<uint64_t>(ptsz && s == nullptr ? CU_STREAM_PER_THREAD : s);
+  };
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz: {
+      auto* p = static_cast<const cuEventRecord_params*>(cb->functionParams);
+      engine.range_event_record(agent,
+                                handle(p->hStream, cbid != CUPTI_DRIVER_TRACE_CBID_cuEventRecord),
+                                reinterpret_cast<uint64_t>(p->hEvent));
+      return true;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz: {
+      auto* p = static_cast<const cuEventRecordWithFlags_params*>(cb->functionParams);
+      engine.range_event_record(
+          agent, handle(p->hStream, cbid != CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags),
+          reinterpret_cast<uint64_t>(p->hEvent));
+      return true;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz: {
+      auto* p = static_cast<const cuStreamWaitEvent_params*>(cb->functionParams);
+      engine.range_stream_wait(
+          agent, handle(p->hStream, cbid != CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent),
+          reinterpret_cast<uint64_t>(p->hEvent));
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool range_mode() {
+  auto* c = sdk::Runtime::get().registry().range_context();
+  return c != nullptr && c->active.load(std::memory_order_acquire);
+}
+
+std::vector<std::string>& nvtx_stack() {
+  thread_local std::vector<std::string> stack;
+  return stack;
+}
+
+void nvtx_callback(CUpti_CallbackId cbid, const CUpti_NvtxData* d) {
+  auto& engine = sdk::Runtime::get().engine();
+  if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA) {
+    auto* p = static_cast<const nvtxRangePushA_params*>(d->functionParams);
+    nvtx_stack().emplace_back(p && p->message ? p->message : "");
+    engine.range_marker(replay::Engine::MarkerEvent::kNvtxPush, nvtx_stack().back());
+  } else if (cbid == CUPTI_CBID_NVTX_nvtxRangePushEx) {
+    auto* p = static_cast<const nvtxRangePushEx_params*>(d->functionParams);
+    const char* msg = p && p->eventAttrib && p->eventAttrib->messageType == NVTX_MESSAGE_TYPE_ASCII
+                          ? p->eventAttrib->message.ascii
+                          : "";
+    nvtx_stack().emplace_back(msg ? msg : "");
+    engine.range_marker(replay::Engine::MarkerEvent::kNvtxPush, nvtx_stack().back());
+  } else if (cbid == CUPTI_CBID_NVTX_nvtxRangePop && !nvtx_stack().empty()) {
+    std::string name = std::move(nvtx_stack().back());
+    nvtx_stack().pop_back();
+    engine.range_marker(replay::Engine::MarkerEvent::kNvtxPop, name);
+  }
+}
+
+void driver_call_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t agent) {
+  auto& engine = sdk::Runtime::get().engine();
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart) {
+    engine.range_marker(replay::Engine::MarkerEvent::kProfilerStart, "");
+  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop) {
+    engine.range_marker(replay::Engine::MarkerEvent::kProfilerStop, "");
+  } else if (is_plain_sync(cb->functionName)) {
+    engine.range_sync(agent);
+  } else if (!note_stream_order(cbid, cb, agent)) {
+    // A range closes before any other call that could observe or change device memory.
+    if (auto why = range_close_reason(cb->functionName); why != KREPLAY_RANGE_CLOSE_NONE)
+      engine.range_barrier(agent, why);
+  }
+}
+
+}  // namespace kreplay::cuda::range_calls
