@@ -70,7 +70,8 @@ __global__ void scatter(const uint32_t* in, uint32_t count, uint32_t round, cons
   block_exclusive_scan(v, kThreads);
   uint32_t pos = offsets[blockIdx.x] + v[threadIdx.x];
   for (unsigned j = 0; j < kPerThread; ++j) {
-    if (first + j < count && kept(in[first + j], round)) out[pos++] = real::mix32(in[first + j] + round);
+    if (first + j < count && kept(in[first + j], round))
+      out[pos++] = real::mix32(in[first + j] + round);
   }
 }
 
@@ -114,7 +115,8 @@ int main(int argc, char** argv) {
   for (size_t r = 0; r < seen.size(); ++r) {
     next.clear();
     for (uint32_t v : want) {
-      if (kept(v, static_cast<uint32_t>(r))) next.push_back(real::mix32(v + static_cast<uint32_t>(r)));
+      if (kept(v, static_cast<uint32_t>(r)))
+        next.push_back(real::mix32(v + static_cast<uint32_t>(r)));
     }
     want.swap(next);
     if (seen[r] != want.size()) {

@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   CHECK_STATUS(cublasSetStream(h, s));
   CHECK_STATUS(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));
   for (int r = 0; r < rounds; ++r) {
-    CHECK_STATUS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, da, m, db, k, &one, dc, m));
+    CHECK_STATUS(
+        cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, da, m, db, k, &one, dc, m));
     CHECK_STATUS(cublasSaxpy(h, static_cast<int>(mn), &alpha, dd, 1, dc, 1));
     CHECK_STATUS(cublasSscal(h, static_cast<int>(mn), &half, dc, 1));
   }
@@ -64,7 +65,8 @@ int main(int argc, char** argv) {
       }
       const size_t idx = i + static_cast<size_t>(j) * m;
       double want = c[idx];
-      for (int r = 0; r < rounds; ++r) want = 0.5 * (want + p + alpha * static_cast<double>(d[idx]));
+      for (int r = 0; r < rounds; ++r)
+        want = 0.5 * (want + p + alpha * static_cast<double>(d[idx]));
       const double tol = 3e-5 * (std::fabs(c[idx]) + mag + std::fabs(d[idx])) + 1e-6;
       if (!(std::fabs(out[idx] - want) <= tol)) {
         real::fail("C(%d,%d) = %.9g, host %.9g (tol %.3g)", i, j, out[idx], want, tol);

@@ -112,19 +112,18 @@ inline unsigned blocks_for(size_t n, unsigned threads) {
 
 }  // namespace real
 
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    cudaError_t e_ = (call);                                                           \
-    if (e_ != cudaSuccess) {                                                           \
-      ::real::fail("%s:%d: %s failed: %s", __FILE__, __LINE__, #call,                  \
-                   cudaGetErrorString(e_));                                            \
-    }                                                                                  \
+#define CHECK(call)                                                                            \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      ::real::fail("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+    }                                                                                          \
   } while (0)
 
 // For cublasStatus_t and other "0 is success" library status enums.
-#define CHECK_STATUS(call)                                                             \
-  do {                                                                                 \
-    long long st_ = static_cast<long long>(call);                                      \
+#define CHECK_STATUS(call)                                                                       \
+  do {                                                                                           \
+    long long st_ = static_cast<long long>(call);                                                \
     if (st_ != 0) ::real::fail("%s:%d: %s failed: status %lld", __FILE__, __LINE__, #call, st_); \
   } while (0)
 

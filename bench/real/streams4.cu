@@ -40,9 +40,12 @@ struct Chain {
 static void apply(Chain& c, int l) {  // the host reference of launch l
   const uint32_t mul = 2u * c.t + 3u, add = static_cast<uint32_t>(l) + 1u;
   for (size_t i = 0; i < c.n; ++i) {
-    if (l % 3 == 0) c.x[i] = c.x[i] * mul + add;
-    else if (l % 3 == 1) c.y[i] ^= real::mix32(c.x[i]);
-    else c.x[i] += c.y[i] >> 3;
+    if (l % 3 == 0)
+      c.x[i] = c.x[i] * mul + add;
+    else if (l % 3 == 1)
+      c.y[i] ^= real::mix32(c.x[i]);
+    else
+      c.x[i] += c.y[i] >> 3;
   }
 }
 
@@ -60,9 +63,12 @@ static void worker(Chain* c, std::latch* start) {
   start->arrive_and_wait();
   const unsigned blocks = real::blocks_for(c->n, 256);
   for (int l = 0; l < c->launches; ++l) {
-    if (l % 3 == 0) scale<<<blocks, 256, 0, s>>>(x, c->n, 2u * c->t + 3u, l + 1u);
-    else if (l % 3 == 1) blend<<<blocks, 256, 0, s>>>(y, x, c->n);
-    else fold<<<blocks, 256, 0, s>>>(x, y, c->n);
+    if (l % 3 == 0)
+      scale<<<blocks, 256, 0, s>>>(x, c->n, 2u * c->t + 3u, l + 1u);
+    else if (l % 3 == 1)
+      blend<<<blocks, 256, 0, s>>>(y, x, c->n);
+    else
+      fold<<<blocks, 256, 0, s>>>(x, y, c->n);
     CHECK_LAUNCH();
     if (l % 3 == 2) CHECK(cudaStreamSynchronize(s));
   }
@@ -106,8 +112,8 @@ int main(int argc, char** argv) {
     for (int l = 0; l < w.launches; ++l) apply(w, l);
     for (size_t i = 0; i < w.n; ++i) {
       if (chains[t].x[i] != w.x[i] || chains[t].y[i] != w.y[i]) {
-        real::fail("thread %d element %zu: (x, y) = (%u, %u), host (%u, %u)", t, i,
-                   chains[t].x[i], chains[t].y[i], w.x[i], w.y[i]);
+        real::fail("thread %d element %zu: (x, y) = (%u, %u), host (%u, %u)", t, i, chains[t].x[i],
+                   chains[t].y[i], w.x[i], w.y[i]);
       }
     }
     dig.add(chains[t].x);

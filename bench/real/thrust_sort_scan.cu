@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> tmp_k(n), tmp_v(n);
   for (int r = 0; r < rounds; ++r) {
     std::iota(order.begin(), order.end(), size_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return keys[x] < keys[y]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return keys[x] < keys[y]; });
     for (size_t i = 0; i < n; ++i) {
       tmp_k[i] = keys[order[i]];
       tmp_v[i] = vals[order[i]];
