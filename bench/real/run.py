@@ -63,8 +63,8 @@ NCU_PROFILED = re.compile(r"^==PROF== Profiling \"", re.M)
 
 
 def run_one(cmd, env, log_base, timeout):
-    """Run cmd with its stdout and stderr in log_base.{out,err}; returns (status, rc, wall_s, out, err).
-    status is ok, rc=N or timeout; a timed-out run's whole process group is killed."""
+    """Run cmd with its stdout and stderr in log_base.{out,err}; returns (status, rc, wall_s,
+    stdout, stderr). status is ok, rc=N or timeout; a timed-out run's process group is killed."""
     with open(log_base + ".out", "wb") as out, open(log_base + ".err", "wb") as err:
         t0 = time.monotonic()
         try:
@@ -208,7 +208,8 @@ def main():
                     print(f"!!! CORRECTNESS FAILURE: {name} under {mode}: {what} "
                           f"({logs}/{name}_{mode}.out)", flush=True)
             r["modes"][mode] = res
-            note = f"{name} {mode}: {status} {fmt(wall, 0, 3)} s RESULT {got['verdict']} {got['digest']}"
+            note = (f"{name} {mode}: {status} {fmt(wall, 0, 3)} s "
+                    f"RESULT {got['verdict']} {got['digest']}")
             if mode in ("kernel", "range"):
                 note += "".join(f"\n    {ln}" for ln in res["tally"]["lines"] + res["said"])
                 if res["floor_s"] is not None:
@@ -220,11 +221,13 @@ def main():
             print(note, flush=True)
         if r.get("skipped"):
             continue
-        walls = {md: v.get("wall_s") if v.get("status") == "ok" else None
-                 for md, v in r["modes"].items()}
-        native = walls.get("native")
-        r["overhead_s"] = {md: walls[md] - native if walls.get(md) is not None and native is not None
-                           else None for md in ("kernel", "range", "ncu")}
+        # Wall and overhead of the runs that succeeded (None for the others).
+        walls = {md: r["modes"].get(md, {}).get("wall_s")
+                 if r["modes"].get(md, {}).get("status") == "ok" else None for md in MODES}
+        native = walls["native"]
+        r["wall_s"] = walls
+        r["overhead_s"] = {md: walls[md] - native if None not in (walls[md], native) else None
+                           for md in ("kernel", "range", "ncu")}
         # Launches: kreplay's tally of a run that succeeded, else what ncu profiled.
         ok = {md: v for md, v in r["modes"].items() if v.get("status") == "ok"}
         r["launches"] = next((ok[md]["tally"]["launches"] for md in ("kernel", "range")
@@ -248,9 +251,7 @@ def main():
         if r.get("skipped"):
             print(f"{name:<17}{'SKIP':>7}")
             continue
-        w = {md: (r["modes"].get(md, {}).get("wall_s") if r["modes"].get(md, {}).get("status") == "ok"
-                  else None) for md in MODES}
-        o = r["overhead_s"]
+        w, o = r["wall_s"], r["overhead_s"]
         fk = r["modes"].get("kernel", {}).get("floor_s")
         fr = r["modes"].get("range", {}).get("floor_s")
         row = {"ratio_kernel_ncu": ratio(o["kernel"], o["ncu"]),

@@ -37,7 +37,8 @@ if not (os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")):
     print("SKIP: no C compiler for Triton's launcher", file=sys.stderr)
     sys.exit(77)
 _scheme = sysconfig.get_default_scheme()
-_include = sysconfig.get_paths(scheme="posix_prefix" if _scheme == "posix_local" else _scheme)["include"]
+_scheme = "posix_prefix" if _scheme == "posix_local" else _scheme  # as Triton reads it (Debian)
+_include = sysconfig.get_paths(scheme=_scheme)["include"]
 if not os.path.exists(os.path.join(_include, "Python.h")):
     print(f"SKIP: no {_include}/Python.h for Triton's launcher", file=sys.stderr)
     sys.exit(77)
@@ -114,7 +115,8 @@ def main():
     for name, got, want, tol in checks:
         err = (got - want.view(got.shape)).abs().max().item()
         if not err <= tol:
-            print(f"RESULT {NAME} FAIL {name} differs from the CPU by {err:.3g} (tol {tol})", flush=True)
+            print(f"RESULT {NAME} FAIL {name} differs from the CPU by {err:.3g} (tol {tol})",
+                  flush=True)
             return 1
     h = hashlib.blake2b(digest_size=8)
     for t in (xg, sg, cg):
