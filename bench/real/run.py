@@ -165,8 +165,7 @@ def main():
         r = {"command": prog, "modes": {}}
         results[name] = r
         if not a.no_warmup:
-            status, rc, _, _, _ = run_one(prog, os.environ, os.path.join(logs, f"{name}_warmup"),
-                                          a.timeout)
+            rc = run_one(prog, os.environ, os.path.join(logs, f"{name}_warmup"), a.timeout)[1]
             if rc == 77:
                 print(f"{name}: SKIP (exit 77: no GPU or a framework missing; "
                       f"{logs}/{name}_warmup.err)", flush=True)
