@@ -62,6 +62,13 @@ STARTUP = re.compile(r"==KREPLAY== startup (.*)$", re.M)
 NCU_PROFILED = re.compile(r"^==PROF== Profiling \"", re.M)
 
 
+def kill_group(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def run_one(cmd, env, log_base, timeout):
     """Run cmd with its stdout and stderr in log_base.{out,err}; returns (status, rc, wall_s,
     stdout, stderr). status is ok, rc=N or timeout; a timed-out run's process group is killed."""
@@ -76,9 +83,12 @@ def run_one(cmd, env, log_base, timeout):
             rc = p.wait(timeout=timeout)
             status = "ok" if rc == 0 else f"rc={rc}"
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
+            kill_group(p)
             rc = p.wait()
             status = "timeout"
+        except BaseException:  # run.py itself stopped (SIGTERM, Ctrl-C): the run goes with it
+            kill_group(p)
+            raise
         wall = time.monotonic() - t0
     with open(log_base + ".out", errors="replace") as f:
         stdout = f.read()
@@ -135,6 +145,9 @@ def main():
     ap.add_argument("--python", default=sys.executable, help="Python for the .py programs")
     ap.add_argument("--no-warmup", action="store_true", help="no unmeasured native run first")
     a = ap.parse_args()
+    # A limit on run.py (timeout(1) in scripts/gpu-check.sh) sends SIGTERM: end the current run's
+    # process group too (each run has its own session), not only run.py.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     names = [n for n in a.programs.split(",") if n]
     unknown = [n for n in names if n not in PROGRAMS]
