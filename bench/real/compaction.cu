@@ -32,7 +32,8 @@ __global__ void count_kept(const uint32_t* in, uint32_t count, uint32_t round, u
   if (threadIdx.x == 0) counts[blockIdx.x] = block;
 }
 
-// Exclusive scan of v[0..n) in shared memory by kMaxTiles threads (Hillis-Steele); returns the sum.
+// Exclusive scan of v[0..n) in shared memory by all of the block's threads (n <= blockDim.x;
+// Hillis-Steele); returns the sum.
 __device__ uint32_t block_exclusive_scan(uint32_t* v, unsigned n) {
   const unsigned i = threadIdx.x;
   uint32_t own = i < n ? v[i] : 0;
