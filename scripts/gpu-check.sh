@@ -3,11 +3,12 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite rangespan. (nccl needs two
+# services servicesbench servicesuite rangespan real. (nccl needs two
 # GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
 # e.g. to keep one device command under its limit (all five: ~8 min for frameworks, more for fwsuite).
+# real runs bench/real/run.py; KREPLAY_REAL_PROGRAMS=a,b picks some of its programs (default all seven).
 # <dist-dir> holds bin/ lib/ share/ of a build (scripts/make-gpu-dist.sh). Each step has its own
 # time limit; logs go to /tmp/kreplay-gpu-work (tarred into <out-dir>/work.tgz) and a line per
 # step to <out-dir>/summary.txt.
@@ -381,6 +382,16 @@ PY
         grep -h "^graph_probe" "$W/graph_probe_${g}_$m.log" | tee -a "$O/summary.txt"
       done
     done
+    ;;
+  real)  # the real-program benchmark (bench/real/run.py): each program natively, under kreplay in kernel and
+          # in range replay, and under ncu --replay-mode kernel --cache-control all, all with TEN; wall,
+          # overhead, the ratios against ncu and the CUPTI floor per program and in total
+    step real 590 python3 bench/real/run.py --bin "$D/bin" --kreplay "$K" --out "$W/real" --timeout 240 \
+      ${KREPLAY_REAL_PROGRAMS:+--programs "$KREPLAY_REAL_PROGRAMS"}
+    grep -hE "^[a-z0-9_]+ (native|kernel|range|ncu): |launches:|CORRECTNESS" "$W/real.log" | cut -c1-300 \
+      | tee -a "$O/summary.txt"
+    sed -n '/^real: wall s per mode/,$p' "$W/real.log" | tee -a "$O/summary.txt"
+    [[ -f $W/real/real.json ]] && cp "$W/real/real.json" "$O/real.json"
     ;;
   peer)  # NVIDIA's cuda-samples (scripts/cuda-samples.sh), modes from KREPLAY_PEER_MODES (all four)
     # shellcheck disable=SC2086

@@ -12,6 +12,7 @@ for f in kreplay memory_gpu_test range_profiler_gpu_test launch_overhead snapsho
   [[ -e "$B/bin/$f" ]] && cp -a "$B/bin/$f" "$D/bin/"
 done
 cp -a "$B"/bin/kreplay_gpu_* "$D/bin/" 2>/dev/null || true
+cp -a "$B"/bin/real_* "$D/bin/" 2>/dev/null || true  # bench/real (its .py files run from the source tree)
 cp -a "$B"/lib/*.so* "$D/lib/"
 cp -a "$B/share" "$D/"
 du -sh "$D"
