@@ -3,14 +3,19 @@
 // one session kept across all dispatches.
 //
 // Every case drives its profiler the way kernel replay does -- per dispatch: begin(); per pass:
-// start(), push_range("d<k>"), one launch of a 256 MiB in-place update (~0.2 ms), pop_range(),
+// start(), [push_range("d<k>")], one launch of a 256 MiB in-place update (~0.2 ms), [pop_range()],
 // stop(); then decode() and values() -- for two metric sets: `sm1` (kOnePassSmMetrics, 1 pass) and
-// `ten` (kTenPassMetrics, 16 metrics in 10 passes). Cases:
-//   range                   RangeProfiler (cuptiRangeProfilerStart/Stop per pass), user range
+// `ten` (kTenPassMetrics, 16 metrics in 10 passes). User range unless the case says auto. Cases:
+//   range                   RangeProfiler (cuptiRangeProfilerStart/Stop per pass), auto range and
+//                           a 1-range image, as kreplay's kernel replay (cuda_counters.cpp)
+//   range_user              the same in user range
 //   api_per_dispatch        ProfilerApiSession, BeginSession + SetConfig ... EndSession per dispatch
+//   api_per_dispatch_auto   the same in auto range
 //   api_per_dispatch_nvpw   the same with the config image NVPW builds instead of the host API's
 //   api_kept                one session and config for all dispatches, one range per dispatch,
 //                           FlushCounterData + values after each dispatch
+//   api_kept_auto           the same in auto range (are the launches of later dispatches new
+//                           ranges, or do they fold into range "0"? `ranges` says)
 //   api_kept_flush_end      the same, one FlushCounterData and values() after the last dispatch
 //   api_kept_setconfig      kept session, UnsetConfig + SetConfig before each dispatch
 //   api_kept_warm           kept session, a whole throw-away collection (every pass, a tiny
@@ -18,7 +23,7 @@
 //                           dispatch 0, and are the later values whole (nan_values)?
 //   api_kept_warm_empty     kept session, one empty BeginPass/EndPass then UnsetConfig +
 //                           SetConfig before dispatch 0
-//   range_warm_full         RangeProfiler with a whole throw-away collection before dispatch 0
+//   range_warm_full         `range` with a whole throw-away collection before dispatch 0
 //
 //   profiler_api_cost [dispatches=8] [case[,case...]|all] [--list]
 // Prints one `profiler_api_cost case=... set=...` line per case, one `profiler_api_values` line for
@@ -107,18 +112,20 @@ std::string fmt_call(const char* name, const kc::CallCost& c) {
 }
 
 /// The per-pass loop shared by both profilers. P has start/stop/push_range/pop_range.
+/// The per-pass loop shared by both profilers; user range mode wraps the launch in @p range.
 template <typename P>
 size_t run_passes(P& p, const std::string& range, const std::function<void()>& launch,
                   double* first_start_ms) {
+  const bool user = p.mode() == kc::RangeMode::kUser;
   size_t pass = 0;
   for (bool done = false; !done; ++pass) {
     if (pass > 64) throw Failure{"no end after 64 passes"};
     auto t0 = Clock::now();
     check(p.start());
     if (first_start_ms && pass == 0) *first_start_ms = ms_since(t0);
-    check(p.push_range(range));
+    if (user) check(p.push_range(range));
     launch();
-    check(p.pop_range());
+    if (user) check(p.pop_range());
     done = check(p.stop()).all_passes_submitted;
   }
   return pass;
@@ -136,11 +143,12 @@ void collect_values(Run& run, const std::vector<kc::RangeValues>& ranges) {
 // ------------------------------------------------------------------------------------------
 
 Run run_range(CUcontext ctx, const std::vector<std::string>& metrics, const Buffers& b,
-              int dispatches, bool warm) {
+              int dispatches, kc::RangeMode mode, bool warm) {
   Run run;
   auto t0 = Clock::now();
   auto rp = check(kc::RangeProfiler::create(ctx));
-  check(rp->configure(metrics, kc::RangeMode::kUser, 4));
+  // One range, as kreplay's kernel replay sizes the image (cuda_counters.cpp).
+  check(rp->configure(metrics, mode, 1));
   run.setup_ms = ms_since(t0);
   if (warm) {
     t0 = Clock::now();
@@ -181,8 +189,7 @@ Run run_api(CUcontext ctx, const std::vector<std::string>& metrics, const Buffer
   Run run;
   auto t0 = Clock::now();
   auto s = check(kc::ProfilerApiSession::create(ctx));
-  o.mode = kc::RangeMode::kUser;
-  o.max_ranges = o.scope == kc::SessionScope::kKept ? static_cast<size_t>(dispatches) + 2 : 4;
+  o.max_ranges = o.scope == kc::SessionScope::kKept ? static_cast<size_t>(dispatches) + 2 : 1;
   check(s->configure(metrics, o));
   run.setup_ms = ms_since(t0);
   double first_begin_ms = 0;
@@ -304,10 +311,12 @@ int main(int argc, char** argv) {
 
   Buffers b;
   CUcontext ctx = nullptr;
+  using M = kc::RangeMode;
   auto api = [&](kc::SessionScope scope, kc::KeptReset reset, kc::ConfigSource config,
-                 bool flush_end, Warm warm) {
-    return [&, scope, reset, config, flush_end, warm](const std::vector<std::string>& m) {
+                 bool flush_end, Warm warm, M mode = M::kUser) {
+    return [&, scope, reset, config, flush_end, warm, mode](const std::vector<std::string>& m) {
       kc::ProfilerApiOptions o;
+      o.mode = mode;
       o.scope = scope;
       o.kept_reset = reset;
       o.config = config;
@@ -318,15 +327,21 @@ int main(int argc, char** argv) {
   using R = kc::KeptReset;
   using C = kc::ConfigSource;
   std::vector<Case> cases = {
-      {"range", [&](const auto& m) { return run_range(ctx, m, b, dispatches, false); }},
+      {"range", [&](const auto& m) { return run_range(ctx, m, b, dispatches, M::kAuto, false); }},
+      {"range_user",
+       [&](const auto& m) { return run_range(ctx, m, b, dispatches, M::kUser, false); }},
       {"api_per_dispatch", api(S::kPerDispatch, R::kNone, C::kHostApi, false, Warm::kNone)},
+      {"api_per_dispatch_auto",
+       api(S::kPerDispatch, R::kNone, C::kHostApi, false, Warm::kNone, M::kAuto)},
       {"api_per_dispatch_nvpw", api(S::kPerDispatch, R::kNone, C::kNvpw, false, Warm::kNone)},
       {"api_kept", api(S::kKept, R::kNone, C::kHostApi, false, Warm::kNone)},
+      {"api_kept_auto", api(S::kKept, R::kNone, C::kHostApi, false, Warm::kNone, M::kAuto)},
       {"api_kept_flush_end", api(S::kKept, R::kNone, C::kHostApi, true, Warm::kNone)},
       {"api_kept_setconfig", api(S::kKept, R::kSetConfig, C::kHostApi, false, Warm::kNone)},
       {"api_kept_warm", api(S::kKept, R::kNone, C::kHostApi, false, Warm::kFull)},
       {"api_kept_warm_empty", api(S::kKept, R::kNone, C::kHostApi, false, Warm::kEmpty)},
-      {"range_warm_full", [&](const auto& m) { return run_range(ctx, m, b, dispatches, true); }},
+      {"range_warm_full",
+       [&](const auto& m) { return run_range(ctx, m, b, dispatches, M::kAuto, true); }},
   };
   if (list) {
     for (const auto& c : cases) std::printf("%s\n", c.name.c_str());

@@ -86,7 +86,10 @@ Result<std::unique_ptr<LegacyMetrics>> LegacyMetrics::create(
   self->chip_ = chip;
   self->metrics_ = metrics;
   self->availability_.assign(counter_availability.begin(), counter_availability.end());
-  const uint8_t* availability = self->availability_.empty() ? nullptr : self->availability_.data();
+  // nvperf_cuda_host.h: "Use either 'pChipName' or 'pCounterAvailabilityImage'" for the evaluator
+  // and the counter-data builder. The raw counters a metric needs and the prefix do not depend on
+  // what this context may count, so both take the chip name; only the config image
+  // (config_image()) takes the availability as well, as CUPTI's samples do.
 
   std::lock_guard api(host_api_mutex());
   RETURN_IF_ERROR(initialize_host_locked());
@@ -94,14 +97,12 @@ Result<std::unique_ptr<LegacyMetrics>> LegacyMetrics::create(
   // The evaluator: raw dependencies now, values later (it outlives this call).
   auto scratch = KR_NVPW_PARAMS(NVPW_CUDA_MetricsEvaluator_CalculateScratchBufferSize_Params);
   scratch.pChipName = chip.c_str();
-  scratch.pCounterAvailabilityImage = availability;
   KR_NVPW_RETURN_IF_ERROR(NVPW_CUDA_MetricsEvaluator_CalculateScratchBufferSize(&scratch), chip);
   self->evaluator_scratch_.resize(scratch.scratchBufferSize);
   auto init = KR_NVPW_PARAMS(NVPW_CUDA_MetricsEvaluator_Initialize_Params);
   init.pScratchBuffer = self->evaluator_scratch_.data();
   init.scratchBufferSize = self->evaluator_scratch_.size();
   init.pChipName = chip.c_str();
-  init.pCounterAvailabilityImage = availability;
   KR_NVPW_RETURN_IF_ERROR(NVPW_CUDA_MetricsEvaluator_Initialize(&init), chip);
   self->evaluator_ = init.pMetricsEvaluator;
 
@@ -142,7 +143,6 @@ Result<std::unique_ptr<LegacyMetrics>> LegacyMetrics::create(
   }
   auto builder = KR_NVPW_PARAMS(NVPW_CUDA_CounterDataBuilder_Create_Params);
   builder.pChipName = chip.c_str();
-  builder.pCounterAvailabilityImage = availability;
   KR_NVPW_RETURN_IF_ERROR(NVPW_CUDA_CounterDataBuilder_Create(&builder), chip);
   auto destroy = KR_NVPW_PARAMS(NVPW_CounterDataBuilder_Destroy_Params);
   destroy.pCounterDataBuilder = builder.pCounterDataBuilder;

@@ -45,7 +45,8 @@ struct LegacyCounterData {
 
 class LegacyMetrics {
  public:
-  /// Raw requests and the counter-data prefix for @p metrics on @p chip. Errors name the NVPW call
+  /// Raw requests and the counter-data prefix for @p metrics on @p chip (@p counter_availability is
+  /// kept for config_image()). Errors name the NVPW call
   /// and the metric (NVPW answers a bad name with NVPA_STATUS_INVALID_ARGUMENT).
   static Result<std::unique_ptr<LegacyMetrics>> create(
       const std::string& chip, const std::vector<std::string>& metrics,
