@@ -4,6 +4,7 @@
 #include <cupti_target.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -191,7 +192,7 @@ Status ProfilerApiSession::begin_session() {
   size_t per_pass = options_.max_ranges_per_pass ? options_.max_ranges_per_pass
                                                  : options_.max_ranges;
   params.maxRangesPerPass = per_pass;
-  params.maxLaunchesPerPass = per_pass;
+  params.maxLaunchesPerPass = std::max(per_pass, options_.max_launches_per_pass);
   KR_PAPI_CALL(costs_.begin_session, cuptiProfilerBeginSession(&params));
   ++costs_.sessions;
   session_open_ = true;

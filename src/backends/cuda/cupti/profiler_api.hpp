@@ -82,6 +82,9 @@ struct ProfilerApiOptions {
   KeptReset kept_reset = KeptReset::kNone;
   ConfigSource config = ConfigSource::kHostApi;
   size_t max_ranges_per_pass = 0;  ///< BeginSession's maxRangesPerPass; 0: max_ranges
+  /// BeginSession's maxLaunchesPerPass (must be >= maxRangesPerPass); 0: maxRangesPerPass. A
+  /// graph launch in one user range holds many kernel launches.
+  size_t max_launches_per_pass = 0;
 };
 
 /// Per-part cost breakdown of a ProfilerApiSession.
