@@ -200,7 +200,8 @@ for section in "${SECTIONS[@]}"; do
     ;;
   apicost)  # range profiler vs the legacy profiler API per pass, session per dispatch vs kept (bench/cuda/profiler_api_cost.cu)
     # All cases in one process; if it dies (the legacy API is deprecated and may crash rather than
-    # refuse), every case again in a process of its own so that the others still report.
+    # refuse) or a case was unavailable (exit 3), every case again in a process of its own (after
+    # `range`, the values_agree baseline), so that no case reports what an earlier one left behind.
     if ! step profiler_api_cost 300 "$D/bin/profiler_api_cost" 8; then
       for c in $("$D/bin/profiler_api_cost" --list); do
         step "profiler_api_cost_$c" 120 "$D/bin/profiler_api_cost" 8 "range,$c"
