@@ -142,6 +142,15 @@ std::vector<cupti::RangeProfiler*> CudaCounterBackend::existing_profilers() {
   return out;
 }
 
+std::vector<cupti::ProfilerApiSession*> CudaCounterBackend::existing_sessions() {
+  std::lock_guard lock(mu_);
+  std::vector<cupti::ProfilerApiSession*> out;
+  for (auto& [ctx, s] : sessions_) {
+    if (s) out.push_back(s.get());
+  }
+  return out;
+}
+
 void CudaCounterBackend::reset_profiler() {
   InternalScope internal;
   CUcontext ctx = nullptr;

@@ -87,6 +87,9 @@ class CudaCounterBackend final : public device::CounterBackend {
   bool yield_profiler(CudaLaunch& launch);
   /// Every profiler created so far (for cost reports at exit; creates none).
   std::vector<cupti::RangeProfiler*> existing_profilers();
+  /// Every profiler-API session object created so far (KREPLAY_COUNTER_API=profiler*; for cost
+  /// reports at exit).
+  std::vector<cupti::ProfilerApiSession*> existing_sessions();
 
  private:
   Result<cupti::RangeProfiler*> profiler_for_current_context();
