@@ -18,8 +18,9 @@
 // (cupti/profiler_api.hpp, bench/cuda/profiler_api_cost.cu): `profiler` (kernel replay keeps one
 // session and config across dispatches, one user range per dispatch), `profiler-setconfig` (the
 // same with UnsetConfig + SetConfig before each dispatch) or `profiler-per-dispatch` (a session
-// per dispatch). Range replay under any `profiler*` value uses a session per collection. The
-// per-pass services (services/) do not know about profiler-API sessions: do not combine them.
+// per dispatch). Range replay under any `profiler*` value uses a session per collection. A
+// per-pass service (services/) makes the counters give a session up as it does the range
+// profiler (yield_profiler), but that path has not run with sessions either.
 #pragma once
 
 #include <cuda.h>
