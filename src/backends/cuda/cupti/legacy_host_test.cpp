@@ -1,6 +1,9 @@
 // Pins LegacyMetrics offline (no GPU, chip "GH100"): the counter-data prefix the legacy profiler
 // API needs, legacy counter-data images sized for 1 and 64 ranges, the NVPW-built config image
 // against ProfilerHost's (same pass count), and whether the host API reads an (empty) legacy image.
+// Seen with CUPTI 13.0: the 10-pass set's legacy image is 896,436 bytes for 1 range and
+// 57,077,316 for 64 -- the 875 KB and 54 MB the range profiler's cuptiRangeProfilerGetCounterDataSize
+// gives the same set on the H200 (bench/cuda/README.md, pass_cost): the same counter-data layout.
 #include "backends/cuda/cupti/legacy_host.hpp"
 
 #include <gtest/gtest.h>
@@ -38,6 +41,19 @@ TEST(LegacyMetrics, OnePassSetHasPrefixAndImages) {
               lm->raw_counters().size(), lm->prefix().size(), one->image.size(),
               one->scratch.size(), many->image.size(), many->scratch.size());
   EXPECT_TRUE(lm->reinitialize(*one).ok());
+}
+
+TEST(LegacyMetrics, TenPassSetImages) {
+  auto lm = make(ten_pass_metrics());
+  ASSERT_NE(lm, nullptr);
+  for (uint32_t ranges : {1u, 64u}) {
+    auto data = lm->make_counter_data(ranges);
+    ASSERT_TRUE(data.ok()) << data.status().message();
+    std::printf("[ info ] 10-pass set: %zu raw counters, prefix %zu bytes, image %u range(s) %zu "
+                "bytes (scratch %zu)\n",
+                lm->raw_counters().size(), lm->prefix().size(), ranges, data->image.size(),
+                data->scratch.size());
+  }
 }
 
 TEST(LegacyMetrics, NvpwConfigMatchesHostPassCount) {
