@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite rangespan real. (nccl needs two
+# services servicesbench servicesuite rangespan real apicost. (nccl needs two
 # GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -198,6 +198,17 @@ for section in "${SECTIONS[@]}"; do
   passcost)  # what one CUPTI pass costs and what it depends on (bench/cuda/pass_cost.cu)
     step pass_cost 240 "$D/bin/pass_cost" 4
     grep -h "^pass_cost" "$W/pass_cost.log" | tee -a "$O/summary.txt"
+    ;;
+  apicost)  # range profiler vs the legacy profiler API per pass, session per dispatch vs kept (bench/cuda/profiler_api_cost.cu)
+    # All cases in one process; if it dies (the legacy API is deprecated and may crash rather than
+    # refuse) or a case was unavailable (exit 3), every case again in a process of its own (after
+    # `range`, the values_agree baseline), so that no case reports what an earlier one left behind.
+    if ! step profiler_api_cost 300 "$D/bin/profiler_api_cost" 8; then
+      for c in $("$D/bin/profiler_api_cost" --list); do
+        step "profiler_api_cost_$c" 120 "$D/bin/profiler_api_cost" 8 "range,$c"
+      done
+    fi
+    grep -h "^profiler_api" "$W"/profiler_api_cost*.log | tee -a "$O/summary.txt"
     ;;
   ncu)  # kreplay vs ncu in kernel replay: two 10-pass sets (TEN: memory system; SM10: SM side), 8 and 1 GiB
     RA=$D/bin/replay_app

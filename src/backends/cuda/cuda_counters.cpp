@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "backends/cuda/cuda_backend.hpp"
 #include <cupti_profiler_target.h>
 #include <cupti_target.h>
 
 #include "backends/cuda/cupti/cupti_common.hpp"
+#include "backends/cuda/cupti/profiler_api.hpp"
 #include "backends/cuda/cupti/profiler_host.hpp"
 #include "backends/cuda/cupti/range_profiler.hpp"
 #include "backends/cuda/internal_guard.hpp"
@@ -23,7 +26,34 @@ Result<std::vector<cupti::RangeValues>> decode_ranges(cupti::RangeProfiler& rp) 
   return rp.values();
 }
 
+/// KREPLAY_COUNTER_API (cuda_counters.hpp), read once.
+enum class CounterApi { kRange, kProfilerKept, kProfilerSetConfig, kProfilerPerDispatch };
+CounterApi counter_api() {
+  static const CounterApi api = [] {
+    const char* env = std::getenv("KREPLAY_COUNTER_API");
+    std::string v = env ? env : "";
+    if (v.empty() || v == "range") return CounterApi::kRange;
+    if (v == "profiler") return CounterApi::kProfilerKept;
+    if (v == "profiler-setconfig") return CounterApi::kProfilerSetConfig;
+    if (v == "profiler-per-dispatch") return CounterApi::kProfilerPerDispatch;
+    KR_WARN("KREPLAY_COUNTER_API={}: not one of range, profiler, profiler-setconfig, "
+            "profiler-per-dispatch; using range",
+            v);
+    return CounterApi::kRange;
+  }();
+  return api;
+}
+
+bool profiler_api() { return counter_api() != CounterApi::kRange; }
+
+/// Launches one pass of a profiler-API session may hold (BeginSession's maxLaunchesPerPass): a
+/// graph launch is one user range around all of its kernels.
+constexpr size_t kApiLaunchesPerPass = 256;
+
 }  // namespace
+
+CudaCounterBackend::CudaCounterBackend(CUdevice dev, int ordinal, std::string chip_guess)
+    : dev_(dev), ordinal_(ordinal), chip_(std::move(chip_guess)) {}
 
 CudaCounterBackend::~CudaCounterBackend() = default;
 
@@ -112,17 +142,33 @@ std::vector<cupti::RangeProfiler*> CudaCounterBackend::existing_profilers() {
   return out;
 }
 
+std::vector<cupti::ProfilerApiSession*> CudaCounterBackend::existing_sessions() {
+  std::lock_guard lock(mu_);
+  std::vector<cupti::ProfilerApiSession*> out;
+  for (auto& [ctx, s] : sessions_) {
+    if (s) out.push_back(s.get());
+  }
+  return out;
+}
+
 void CudaCounterBackend::reset_profiler() {
   InternalScope internal;
   CUcontext ctx = nullptr;
   if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) return;
   std::unique_ptr<cupti::RangeProfiler> old;
+  std::unique_ptr<cupti::ProfilerApiSession> old_session;  // ends its session when destroyed
   {
     std::lock_guard lock(mu_);
+    if (auto si = sessions_.find(ctx); si != sessions_.end()) {
+      old_session = std::move(si->second);
+      sessions_.erase(si);
+    }
     auto it = profilers_.find(ctx);
-    if (it == profilers_.end()) return;
-    old = std::move(it->second);
-    profilers_.erase(it);
+    if (it == profilers_.end() && !old_session) return;
+    if (it != profilers_.end()) {
+      old = std::move(it->second);
+      profilers_.erase(it);
+    }
   }
   range_started_ = false;
   range_user_ = false;
@@ -135,7 +181,9 @@ bool CudaCounterBackend::yield_profiler(CudaLaunch& launch) {
   {
     std::lock_guard lock(mu_);
     auto it = profilers_.find(ctx);
-    if (it == profilers_.end() || !it->second) return false;
+    auto si = sessions_.find(ctx);
+    bool session = si != sessions_.end() && si->second;
+    if ((it == profilers_.end() || !it->second) && !session) return false;
   }
   reset_profiler();
   launch.counter_set = nullptr;  // a later counter pass of this launch configures afresh
@@ -152,6 +200,19 @@ Status CudaCounterBackend::begin_pass(device::Launch& launch,
   }
   if (cl->capturing) return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "stream is being captured");
   auto* set = static_cast<CudaCounterSet*>(sets[0]);
+  if (profiler_api()) {
+    ASSIGN_OR_RETURN(cupti::ProfilerApiSession * session, session_for_current_context());
+    const bool mid = cl->counter_set == set && !cl->counter_collection_done;
+    Status s = start_launch_pass_api(session, *cl, set);
+    if (s.ok()) return s;
+    KR_WARN("counters: {}; starting over on a fresh profiler-API session", s.message());
+    reset_profiler();
+    cl->counter_set = nullptr;
+    cl->counter_started = false;
+    if (mid) return s;
+    ASSIGN_OR_RETURN(session, session_for_current_context());
+    return start_launch_pass_api(session, *cl, set);
+  }
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   const bool mid_collection = cl->counter_set == set && !cl->counter_collection_done;
   Status s = start_launch_pass(rp, *cl, set);
@@ -208,6 +269,7 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_p
   std::vector<std::vector<device::CounterValue>> out;
   if (!cl->counter_started) return out;
   cl->counter_started = false;
+  if (profiler_api()) return end_pass_api(*cl);
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
   // A failure loses this collection; a fresh profiler object counts the next one.
@@ -249,6 +311,7 @@ Status CudaCounterBackend::begin_range_pass(device::CounterSet* set, bool first_
 
 Status CudaCounterBackend::start_range_pass(device::CounterSet* set, bool first_pass,
                                             bool whole_graph) {
+  if (profiler_api()) return start_range_pass_api(set, first_pass, whole_graph);
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
   const auto mode = whole_graph ? cupti::RangeMode::kUser : cupti::RangeMode::kAuto;
@@ -275,6 +338,7 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_r
   std::vector<std::vector<device::CounterValue>> out;
   if (!range_started_) return out;
   range_started_ = false;
+  if (profiler_api()) return end_range_pass_api(launches);
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
   auto failed = [&](Status s) {
@@ -300,6 +364,163 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_r
   if (ranges.size() != launches) {
     KR_WARN_ONCE("range-count", "CUPTI reported {} ranges for {} launches of a range",
                  ranges.size(), launches);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------
+// KREPLAY_COUNTER_API=profiler*: the legacy profiler API (cupti/profiler_api.hpp)
+// ------------------------------------------------------------------------------------------
+
+Result<cupti::ProfilerApiSession*> CudaCounterBackend::session_for_current_context() {
+  InternalScope internal;
+  std::lock_guard lock(mu_);
+  if (!checked_) {
+    checked_ = true;
+    unavailable_ = cupti::ProfilerApiSession::device_supported(dev_);
+    if (!unavailable_.ok()) KR_ERROR("hardware counters are not available: {}", unavailable_.message());
+  }
+  if (!unavailable_.ok()) return unavailable_;
+  CUcontext ctx = nullptr;
+  KR_CU(cuCtxGetCurrent(&ctx));
+  auto& s = sessions_[ctx];
+  if (!s) {
+    auto created = cupti::ProfilerApiSession::create(ctx);
+    if (!created.ok()) {
+      unavailable_ = created.status();
+      KR_ERROR("hardware counters are not available: {}", unavailable_.message());
+      return unavailable_;
+    }
+    s = std::move(created).value();
+  }
+  return s.get();
+}
+
+Status CudaCounterBackend::start_launch_pass_api(cupti::ProfilerApiSession* s, CudaLaunch& launch,
+                                                 CudaCounterSet* set) {
+  InternalScope internal;
+  if (launch.counter_set != set || launch.counter_collection_done) {
+    // A new collection: one user range per dispatch, named uniquely so that a kept session gives
+    // each dispatch a range of its own (CUPTI keeps one range per range stack).
+    cupti::ProfilerApiOptions o;
+    o.mode = cupti::RangeMode::kUser;
+    const CounterApi api = counter_api();
+    o.scope = api == CounterApi::kProfilerPerDispatch ? cupti::SessionScope::kPerDispatch
+                                                      : cupti::SessionScope::kKept;
+    o.kept_reset = api == CounterApi::kProfilerSetConfig ? cupti::KeptReset::kSetConfig
+                                                         : cupti::KeptReset::kNone;
+    o.max_ranges = o.scope == cupti::SessionScope::kKept ? 64 : 1;
+    o.max_ranges_per_pass = 1;
+    o.max_launches_per_pass = kApiLaunchesPerPass;
+    const cupti::ProfilerApiOptions& cur = s->options();
+    if (s->metrics() != set->names() || cur.mode != o.mode || cur.scope != o.scope ||
+        cur.kept_reset != o.kept_reset || cur.max_ranges != o.max_ranges ||
+        cur.max_ranges_per_pass != o.max_ranges_per_pass ||
+        cur.max_launches_per_pass != o.max_launches_per_pass) {
+      RETURN_IF_ERROR(s->configure(set->names(), o));
+    }
+    RETURN_IF_ERROR(s->begin());
+    api_range_ = fmt::format("k{}", ++api_ranges_);
+    launch.counter_set = set;
+    launch.counter_collection_done = false;
+  }
+  RETURN_IF_ERROR(s->start());
+  if (Status st = s->push_range(api_range_); !st.ok()) {
+    (void)s->stop();
+    return st;
+  }
+  launch.counter_started = true;
+  return Status::Ok();
+}
+
+Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_pass_api(
+    CudaLaunch& launch) {
+  std::vector<std::vector<device::CounterValue>> out;
+  ASSIGN_OR_RETURN(cupti::ProfilerApiSession * s, session_for_current_context());
+  InternalScope internal;
+  auto failed = [&](Status st) {
+    reset_profiler();
+    launch.counter_set = nullptr;
+    return st;
+  };
+  if (Status st = s->pop_range(); !st.ok()) return failed(st);
+  auto stopped = s->stop();
+  if (!stopped.ok()) return failed(stopped.status());
+  if (!stopped->all_passes_submitted) return out;
+  launch.counter_collection_done = true;
+  auto dropped = s->decode();
+  if (!dropped.ok()) return failed(dropped.status());
+  if (*dropped > 0) KR_WARN_ONCE("ranges-dropped", "CUPTI dropped {} counter ranges", *dropped);
+  auto ranges = s->values();
+  if (!ranges.ok()) return failed(ranges.status());
+  auto& vals = out.emplace_back();
+  if (ranges->empty()) return out;
+  const auto& r = ranges->back();  // the collection's one range
+  for (size_t i = 0; i < s->metrics().size() && i < r.values.size(); ++i) {
+    vals.push_back({s->metrics()[i], r.values[i]});
+  }
+  return out;
+}
+
+Status CudaCounterBackend::start_range_pass_api(device::CounterSet* set, bool first_pass,
+                                                bool whole_graph) {
+  ASSIGN_OR_RETURN(cupti::ProfilerApiSession * s, session_for_current_context());
+  InternalScope internal;
+  // A session per collection, as the range profiler's begin(): auto range makes each launch of
+  // the range a range of its own, in submission order.
+  cupti::ProfilerApiOptions o;
+  o.mode = whole_graph ? cupti::RangeMode::kUser : cupti::RangeMode::kAuto;
+  o.scope = cupti::SessionScope::kPerDispatch;
+  o.max_ranges = whole_graph ? 1 : max_range_launches_;
+  o.max_launches_per_pass = whole_graph ? kApiLaunchesPerPass : 0;
+  const cupti::ProfilerApiOptions& cur = s->options();
+  if (s->metrics() != set->names() || cur.mode != o.mode || cur.scope != o.scope ||
+      cur.max_ranges < o.max_ranges || cur.max_launches_per_pass != o.max_launches_per_pass) {
+    RETURN_IF_ERROR(s->configure(set->names(), o));
+    first_pass = true;
+  }
+  if (first_pass) RETURN_IF_ERROR(s->begin());
+  RETURN_IF_ERROR(s->start());
+  if (whole_graph) {
+    if (Status st = s->push_range("graph"); !st.ok()) {
+      (void)s->stop();
+      return st;
+    }
+  }
+  range_started_ = true;
+  range_user_ = whole_graph;
+  return Status::Ok();
+}
+
+Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_range_pass_api(
+    size_t launches) {
+  std::vector<std::vector<device::CounterValue>> out;
+  ASSIGN_OR_RETURN(cupti::ProfilerApiSession * s, session_for_current_context());
+  InternalScope internal;
+  auto failed = [&](Status st) {
+    reset_profiler();
+    return st;
+  };
+  if (range_user_) {
+    range_user_ = false;
+    if (Status st = s->pop_range(); !st.ok()) return failed(st);
+  }
+  auto stopped = s->stop();
+  if (!stopped.ok()) return failed(stopped.status());
+  if (!stopped->all_passes_submitted) return out;
+  auto dropped = s->decode();
+  if (!dropped.ok()) return failed(dropped.status());
+  if (*dropped > 0) KR_WARN_ONCE("ranges-dropped", "CUPTI dropped {} counter ranges", *dropped);
+  auto ranges = s->values();
+  if (!ranges.ok()) return failed(ranges.status());
+  for (size_t i = 0; i < launches && i < ranges->size(); ++i) {
+    auto& vals = out.emplace_back();
+    for (size_t m = 0; m < s->metrics().size() && m < (*ranges)[i].values.size(); ++m)
+      vals.push_back({s->metrics()[m], (*ranges)[i].values[m]});
+  }
+  if (ranges->size() != launches) {
+    KR_WARN_ONCE("range-count", "CUPTI reported {} ranges for {} launches of a range",
+                 ranges->size(), launches);
   }
   return out;
 }

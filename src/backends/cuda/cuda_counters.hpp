@@ -12,6 +12,15 @@
 // and evaluated. Values are therefore delivered once per dispatch, on that last pass: on CUDA the
 // `replay_pass` of a counter record is the pass that completed the set, not the pass that read
 // a particular counter.
+//
+// KREPLAY_COUNTER_API picks the CUPTI API behind the same service: `range` (the default: the range
+// profiler, as above) or, experimentally and not yet measured, CUPTI's legacy profiler API
+// (cupti/profiler_api.hpp, bench/cuda/profiler_api_cost.cu): `profiler` (kernel replay keeps one
+// session and config across dispatches, one user range per dispatch), `profiler-setconfig` (the
+// same with UnsetConfig + SetConfig before each dispatch) or `profiler-per-dispatch` (a session
+// per dispatch). Range replay under any `profiler*` value uses a session per collection. A
+// per-pass service (services/) makes the counters give a session up as it does the range
+// profiler (yield_profiler), but that path has not run with sessions either.
 #pragma once
 
 #include <cuda.h>
@@ -26,6 +35,7 @@
 
 namespace kreplay::cupti {
 class RangeProfiler;
+class ProfilerApiSession;
 }
 
 namespace kreplay::cuda {
@@ -51,8 +61,8 @@ class CudaCounterBackend final : public device::CounterBackend {
  public:
   /// @p chip_guess names the chip from the compute capability; the CUPTI name replaces it when
   /// counters are first used.
-  CudaCounterBackend(CUdevice dev, int ordinal, std::string chip_guess)
-      : dev_(dev), ordinal_(ordinal), chip_(std::move(chip_guess)) {}
+  /// (Defined in the .cpp, where the profiler classes held by unique_ptr are complete.)
+  CudaCounterBackend(CUdevice dev, int ordinal, std::string chip_guess);
   ~CudaCounterBackend() override;
 
   Result<std::vector<device::CounterDesc>> list() override;
@@ -78,12 +88,22 @@ class CudaCounterBackend final : public device::CounterBackend {
   bool yield_profiler(CudaLaunch& launch);
   /// Every profiler created so far (for cost reports at exit; creates none).
   std::vector<cupti::RangeProfiler*> existing_profilers();
+  /// Every profiler-API session object created so far (KREPLAY_COUNTER_API=profiler*; for cost
+  /// reports at exit).
+  std::vector<cupti::ProfilerApiSession*> existing_sessions();
 
  private:
   Result<cupti::RangeProfiler*> profiler_for_current_context();
   /// Start counting @p launch's pass with @p set on @p rp (begin_pass without the retry).
   Status start_launch_pass(cupti::RangeProfiler* rp, CudaLaunch& launch, CudaCounterSet* set);
   Status start_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph);
+  // KREPLAY_COUNTER_API=profiler*: the same four entry points on the legacy profiler API.
+  Result<cupti::ProfilerApiSession*> session_for_current_context();
+  Status start_launch_pass_api(cupti::ProfilerApiSession* s, CudaLaunch& launch,
+                               CudaCounterSet* set);
+  Result<std::vector<std::vector<device::CounterValue>>> end_pass_api(CudaLaunch& launch);
+  Status start_range_pass_api(device::CounterSet* set, bool first_pass, bool whole_graph);
+  Result<std::vector<std::vector<device::CounterValue>>> end_range_pass_api(size_t launches);
   /// Drop the calling context's profiler object: the next use enables a fresh one (after CUPTI
   /// failed, so that one failure loses one collection, not the rest of the run).
   void reset_profiler();
@@ -94,6 +114,9 @@ class CudaCounterBackend final : public device::CounterBackend {
   std::string chip_;
   std::mutex mu_;
   std::map<CUcontext, std::unique_ptr<cupti::RangeProfiler>> profilers_;
+  std::map<CUcontext, std::unique_ptr<cupti::ProfilerApiSession>> sessions_;  // profiler API
+  uint64_t api_ranges_ = 0;   // profiler API, kernel replay: user ranges named so far
+  std::string api_range_;     // the name of the open collection's range
   Status unavailable_;  // set once when the device cannot be profiled
   bool checked_ = false;
   size_t max_range_launches_ = 64;

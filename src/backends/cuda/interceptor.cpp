@@ -24,6 +24,7 @@
 
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/cuda_counters.hpp"
+#include "backends/cuda/cupti/profiler_api.hpp"
 #include "backends/cuda/cupti/range_profiler.hpp"
 #include "backends/cuda/graphs.hpp"
 #include "backends/cuda/interception.hpp"
@@ -649,6 +650,37 @@ void print_costs() {
     row("evaluate", c.evaluate);
     std::fprintf(stderr, "==KREPLAY== cost reenables=%llu ranges_dropped=%llu\n",
                  static_cast<unsigned long long>(c.reenables),
+                 static_cast<unsigned long long>(c.ranges_dropped));
+   }
+   // KREPLAY_COUNTER_API=profiler*: the legacy profiler API's calls.
+   for (cupti::ProfilerApiSession* s : b->existing_sessions()) {
+    const auto& c = s->costs();
+    auto row = [](const char* name, const cupti::CallCost& cc) {
+      if (cc.calls == 0) return;
+      std::fprintf(stderr, "==KREPLAY== cost api_%-18s calls=%-6llu total_ms=%-10.3f mean_ms=%-8.3f max_ms=%.3f\n",
+                   name, static_cast<unsigned long long>(cc.calls), cc.total_ms(), cc.mean_ms(),
+                   static_cast<double>(cc.max_ns) / 1e6);
+    };
+    row("counter_availability", c.counter_availability);
+    row("host_config", c.host_config);
+    row("prefix", c.prefix);
+    row("counter_data_size", c.counter_data_size);
+    row("counter_data_init", c.counter_data_init);
+    row("begin_session", c.begin_session);
+    row("end_session", c.end_session);
+    row("set_config", c.set_config);
+    row("unset_config", c.unset_config);
+    row("begin_pass", c.begin_pass);
+    row("end_pass", c.end_pass);
+    row("enable", c.enable);
+    row("disable", c.disable);
+    row("push_range", c.push_range);
+    row("pop_range", c.pop_range);
+    row("flush", c.flush);
+    row("evaluate", c.evaluate);
+    std::fprintf(stderr, "==KREPLAY== cost api_sessions=%llu api_rollovers=%llu api_ranges_dropped=%llu\n",
+                 static_cast<unsigned long long>(c.sessions),
+                 static_cast<unsigned long long>(c.rollovers),
                  static_cast<unsigned long long>(c.ranges_dropped));
    }
   }

@@ -73,6 +73,15 @@ inline constexpr std::array<const char*, 28> kTenPassSmMetrics = {
     "smsp__warp_issue_stalled_tex_throttle_per_warp_active.pct",
 };
 
+/// Two SM counters that CUPTI 13.0 schedules in **one pass** on GH100, offline from the chip name
+/// (profiler_host_test and legacy_host_test pin it): the 1-pass case of the per-pass cost
+/// benchmarks (bench/cuda/profiler_api_cost.cu). smsp__inst_executed.sum is deterministic for a
+/// fixed launch, so two collection methods can be checked to agree on it.
+inline constexpr std::array<const char*, 2> kOnePassSmMetrics = {
+    "smsp__inst_executed.sum",
+    "sm__cycles_elapsed.max",
+};
+
 /// kTenPassMetrics as the std::string list the wrappers take.
 inline std::vector<std::string> ten_pass_metrics() {
   return {kTenPassMetrics.begin(), kTenPassMetrics.end()};
@@ -81,6 +90,11 @@ inline std::vector<std::string> ten_pass_metrics() {
 /// kTenPassSmMetrics as a std::string list.
 inline std::vector<std::string> ten_pass_sm_metrics() {
   return {kTenPassSmMetrics.begin(), kTenPassSmMetrics.end()};
+}
+
+/// kOnePassSmMetrics as a std::string list.
+inline std::vector<std::string> one_pass_sm_metrics() {
+  return {kOnePassSmMetrics.begin(), kOnePassSmMetrics.end()};
 }
 
 }  // namespace kreplay::cupti

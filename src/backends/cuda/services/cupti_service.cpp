@@ -50,7 +50,8 @@ Status service_status(CUptiResult result, const char* call, const char* service,
   Status s = cupti::cupti_status(result, call);
   if (s.ok()) return s;
   auto* counters = dev ? dynamic_cast<CudaCounterBackend*>(dev->counters()) : nullptr;
-  if (counters != nullptr && !counters->existing_profilers().empty()) {
+  if (counters != nullptr &&
+      (!counters->existing_profilers().empty() || !counters->existing_sessions().empty())) {
     // CUPTI: "one cannot mix the usage of different sets of profiling APIs"; the range profiler
     // stays enabled on the context between counter passes (re-enabling it costs ~170 ms).
     return Error(KREPLAY_STATUS_ERROR_SERVICE_CONFLICT,

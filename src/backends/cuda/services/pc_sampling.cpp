@@ -299,7 +299,8 @@ class CudaPcSampling final : public device::PassService {
   // Whether the counters' range profiler has been used in this process (a profiler object exists).
   bool counters_profiled() const {
     auto* counters = dynamic_cast<CudaCounterBackend*>(dev_->counters());
-    return counters != nullptr && !counters->existing_profilers().empty();
+    return counters != nullptr &&
+           (!counters->existing_profilers().empty() || !counters->existing_sessions().empty());
   }
 
   std::unordered_set<const device::Launch*> empty_next_to_counters_;  // guarded by mu_
