@@ -288,8 +288,9 @@ TEST(InputFileErrors, TypesAndValuesNameKeyAndPosition) {
              "jobs[0].pmc_groups: expected a non-empty list of counter groups");
   EXPECT_HAS(json_error(R"({"jobs": [{"pmc_groups": [["A"], []]}]})"),
              "jobs[0].pmc_groups[1]: no counter given");
-  EXPECT_HAS(json_error(R"({"jobs": [{"replay_mode": "kernal"}]})"),
-             "jobs[0].replay_mode: unknown value \"kernal\"; use kernel, application or range");
+  EXPECT_HAS(
+      json_error(R"({"jobs": [{"replay_mode": "kernal"}]})"),
+      "jobs[0].replay_mode: unknown value \"kernal\"; use kernel, auto, application or range");
   EXPECT_HAS(json_error(R"({"jobs": [{"replay_memory": "none"}]})"),
              "jobs[0].replay_memory: unknown value \"none\"; use all or args");
   EXPECT_HAS(json_error(R"({"jobs": [{"cache_control": "some"}]})"),

@@ -169,12 +169,15 @@ void add_options(CLI::App& app, Raw& r) {
   add_service_options(app, r.services);
 
   const char* replay = "Replay";
-  app.add_option("--replay-mode", r.replay_mode,
-                 "kernel: replay each launch in place (default when more than one pass is "
-                 "needed); application: re-run the application once per pass; range: replay "
-                 "the launches between two synchronizations as one unit (one counter session per "
-                 "pass for all of them: far faster for short kernels)")
-      ->type_name("kernel|application|range")
+  app.add_option(
+         "--replay-mode", r.replay_mode,
+         "kernel: replay each launch in place (default when more than one pass is "
+         "needed); auto: range replay, or kernel replay for requests range replay does "
+         "not serve (kernel filters, per-pass services, --replay-memory args, "
+         "--check-divergence); application: re-run the application once per pass; range: replay "
+         "consecutive launches up to the next call that can observe memory as one unit "
+         "(one counter session per pass for all of them: far faster for short kernels)")
+      ->type_name("kernel|auto|application|range")
       ->group(replay);
   app.add_option("--range-markers", r.range_markers,
                  "With --replay-mode range: profile only the launches between "
@@ -486,7 +489,8 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
   }
   if (given("--range-markers")) {
     RETURN_IF_ERROR(check_range_markers("--range-markers", r.range_markers));
-    if (s.replay_mode && *s.replay_mode != ReplayMode::kRange) {
+    if (s.replay_mode && *s.replay_mode != ReplayMode::kRange &&
+        *s.replay_mode != ReplayMode::kAuto) {
       return InvalidArgument(
           fmt::format("--range-markers applies to --replay-mode range, not {}; use "
                       "--replay-mode range or drop --range-markers",

@@ -248,7 +248,7 @@ TEST(OptionErrors, ApplicationSwallowedByPmc) {
 TEST(OptionErrors, BadEnumValues) {
   std::string m = fails({"--replay-mode", "kernal", "--", "a"});
   EXPECT_HAS(m, "--replay-mode: unknown value \"kernal\"");
-  EXPECT_HAS(m, "use kernel, application or range");
+  EXPECT_HAS(m, "use kernel, auto, application or range");
   EXPECT_HAS(m, "did you mean kernel?");
   m = fails({"--replay-memory", "some", "--", "a"});
   EXPECT_HAS(m, "--replay-memory: unknown value \"some\"; use all or args");

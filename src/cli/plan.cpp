@@ -17,6 +17,21 @@
 namespace kreplay::cli {
 namespace {
 
+// What --replay-mode auto replays with: range
+// replay — launches up to the next call that can observe memory are replayed together, and a range
+// of one launch is replayed as kernel replay would replay it — unless the request is one that
+// kernel replay serves and range replay does not: kernel filters (a range would still snapshot and
+// replay the unselected launches around the selected ones), --replay-memory args (a range saves
+// every allocation) and --check-divergence (hashed per launch). --range-markers means range.
+ReplayMode resolve_auto(const RunSettings& s) {
+  if (s.range_markers) return ReplayMode::kRange;
+  const bool filtered = s.kernel_include_regex || s.kernel_exclude_regex || s.kernel_name ||
+                        s.kernel_iteration_range || s.launch_skip || s.launch_count;
+  const bool args_only = s.replay_memory && *s.replay_memory == ReplayMemory::kArgs;
+  return filtered || args_only || s.check_divergence.value_or(false) ? ReplayMode::kKernel
+                                                                     : ReplayMode::kRange;
+}
+
 // A job's worth of collection before it becomes runs: the command line alone, or one job of an
 // application-mode input file merged with the command line.
 struct Unit {
@@ -259,8 +274,12 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
   }
 
   const bool multi_pass = u.groups.size() > 1 || has_metrics || has_sections;
-  const ReplayMode mode =
+  // --replay-mode auto picks range or kernel replay (resolve_auto); per-pass services turn it into
+  // kernel replay (place_service_passes). Kernel replay stays the default when more than one pass
+  // is needed: a range still open when the application crashes loses its launches' counters.
+  ReplayMode mode =
       s.replay_mode.value_or(multi_pass ? ReplayMode::kKernel : ReplayMode::kApplication);
+  if (mode == ReplayMode::kAuto) mode = resolve_auto(s);
 
   if (s.range_markers && mode != ReplayMode::kRange) {
     return InvalidArgument(
@@ -483,7 +502,14 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
                     "in one place",
                     file.path, conflict->key, conflict->first, conflict->second, conflict->flag));
   }
-  const ReplayMode mode = merged.replay_mode.value_or(ReplayMode::kKernel);
+  ReplayMode mode = merged.replay_mode.value_or(ReplayMode::kKernel);
+  if (mode == ReplayMode::kAuto) {
+    // As on the command line; a job that selects a per-pass service needs kernel replay.
+    const bool per_pass_service = std::ranges::any_of(passes, [](const PassSpec& p) {
+      return p.kind != PassKind::kCounters && p.kind != PassKind::kTiming;
+    });
+    mode = per_pass_service ? ReplayMode::kKernel : resolve_auto(merged);
+  }
   if (mode == ReplayMode::kApplication) {
     std::string where = mode_where;
     std::string spelling = "replay_mode: application";

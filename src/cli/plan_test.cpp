@@ -78,6 +78,34 @@ TEST(PlanCli, MetricsDefaultToKernelReplay) {
   EXPECT_TRUE(p.runs[0].config.passes.empty());
 }
 
+// --replay-mode auto (issue 13 item 5): range replay, except for what range replay does not
+// serve, where it is kernel replay; never left unresolved in a ToolConfig.
+TEST(PlanCli, AutoIsRangeReplayUnlessTheRequestNeedsKernelReplay) {
+  auto mode_of = [](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--metrics", "m1,m2", "--replay-mode", "auto"});
+    RunPlan p = plan_ok(cli(args));
+    EXPECT_EQ(p.runs.size(), 1u);
+    return p.runs.empty() ? ReplayMode::kAuto : p.runs[0].config.replay_mode;
+  };
+  EXPECT_EQ(mode_of({}), ReplayMode::kRange);
+  EXPECT_EQ(mode_of({"--range-markers", "cuda-profiler"}), ReplayMode::kRange);
+  for (std::vector<std::string> kernel : {std::vector<std::string>{"-k", "gemm"},
+                                          {"--kernel-exclude-regex", "x"},
+                                          {"--kernel-include-regex", "x"},
+                                          {"--launch-skip", "2"},
+                                          {"--launch-count", "3"},
+                                          {"--kernel-iteration-range", "[1-2]"},
+                                          {"--replay-memory", "args"},
+                                          {"--check-divergence"},
+                                          {"--pc-sampling"},
+                                          {"--timing-pass"}}) {
+    EXPECT_EQ(mode_of(kernel), ReplayMode::kKernel) << kernel[0];
+  }
+  // Without --replay-mode, more than one pass still means kernel replay.
+  EXPECT_EQ(plan_ok(cli({"--pmc", "A", "--pmc", "B"})).runs[0].config.replay_mode,
+            ReplayMode::kKernel);
+}
+
 TEST(PlanCli, ApplicationReplayMakesOneRunPerGroupInPassDirectories) {
   RunPlan p = plan_ok(cli({"--pmc", "A", "--pmc", "B", "C", "--pmc", "D", "--replay-mode",
                            "application", "-d", "out"}));
@@ -485,6 +513,21 @@ jobs:
   - pmc: GRBM_GUI_ACTIVE
     output_directory: out
 )";
+
+TEST(PlanKernelJobs, AutoFoldsIntoRangeReplayUnlessAJobNeedsKernelReplay) {
+  InputFile counters = yaml(
+      "job_replay_mode: kernel\njobs:\n  - pmc: [A]\n    replay_mode: auto\n"
+      "  - pmc: [B]\n");
+  EXPECT_EQ(plan_ok(cli({}), &counters).runs[0].config.replay_mode, ReplayMode::kRange);
+  InputFile sampled = yaml(
+      "job_replay_mode: kernel\njobs:\n  - pmc: [A]\n    replay_mode: auto\n"
+      "  - pc_sampling: true\n");
+  EXPECT_EQ(plan_ok(cli({}), &sampled).runs[0].config.replay_mode, ReplayMode::kKernel);
+  InputFile filtered = yaml(
+      "job_replay_mode: kernel\njobs:\n  - pmc: [A]\n    replay_mode: auto\n"
+      "    kernel_name: gemm\n  - pmc: [B]\n");
+  EXPECT_EQ(plan_ok(cli({}), &filtered).runs[0].config.replay_mode, ReplayMode::kKernel);
+}
 
 TEST(PlanKernelJobs, FoldsJobsIntoPassesOfOneRunInOrder) {
   InputFile f = json(kFoldJson);

@@ -161,7 +161,8 @@ Status place_service_passes(const CliOptions& o, bool from_input_file,
         "without -i, or drop {}",
         flag, flag));
   }
-  if (o.settings.replay_mode && *o.settings.replay_mode != ReplayMode::kKernel) {
+  if (o.settings.replay_mode && *o.settings.replay_mode != ReplayMode::kKernel &&
+      *o.settings.replay_mode != ReplayMode::kAuto) {
     return InvalidArgument(fmt::format(
         "{} cannot be confined to a pass in --replay-mode {} ({}); use --replay-mode kernel", flag,
         to_string(*o.settings.replay_mode),
@@ -173,7 +174,11 @@ Status place_service_passes(const CliOptions& o, bool from_input_file,
     c.services = o.services;
     for (const auto& spec : o.service_passes) c.passes.push_back(spec);
     const bool counters = !c.pmc_groups.empty() || !c.metrics.empty() || !c.section_metrics.empty();
-    if (c.passes.size() > 1 || (counters && !c.passes.empty())) c.replay_mode = ReplayMode::kKernel;
+    // Per-pass services run under kernel replay (an explicit range was refused above: a range
+    // here came from auto).
+    if (c.passes.size() > 1 || (counters && !c.passes.empty()) ||
+        c.replay_mode == ReplayMode::kRange)
+      c.replay_mode = ReplayMode::kKernel;
     default_to_first_launches(c, notes);
   }
   return Status::Ok();

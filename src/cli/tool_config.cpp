@@ -24,8 +24,8 @@ std::optional<Enum> lookup(std::string_view text, const std::array<std::string_v
   return std::nullopt;
 }
 
-constexpr std::array<ReplayMode, 3> kReplayModes = {ReplayMode::kKernel, ReplayMode::kApplication,
-                                                    ReplayMode::kRange};
+constexpr std::array<ReplayMode, 4> kReplayModes = {ReplayMode::kKernel, ReplayMode::kAuto,
+                                                    ReplayMode::kApplication, ReplayMode::kRange};
 constexpr std::array<ReplayMemory, 2> kReplayMemories = {ReplayMemory::kAll, ReplayMemory::kArgs};
 constexpr std::array<GraphProfiling, 2> kGraphProfilings = {GraphProfiling::kNode,
                                                             GraphProfiling::kGraph};
@@ -114,6 +114,8 @@ std::string_view to_string(ReplayMode mode) {
       return "kernel";
     case ReplayMode::kRange:
       return "range";
+    case ReplayMode::kAuto:
+      return "auto";
   }
   return "?";
 }

@@ -38,6 +38,9 @@ enum class ReplayMode {
   kApplication,  ///< no in-process replay: one pass per run; several passes = several runs
   kKernel,       ///< each selected launch is replayed in place, once per pass
   kRange,        ///< consecutive launches are recorded as a range and the range is replayed
+  /// Only in settings (--replay-mode auto): planning resolves it to kRange, or to kKernel for a
+  /// request range replay does not serve (plan.cpp resolve_auto). A ToolConfig never holds it.
+  kAuto,
 };
 
 /// Which tracked memory is snapshotted and restored around a replay.
@@ -72,8 +75,8 @@ enum class OutputFormat { kSqlite, kCsv, kJson, kPerfetto };
 
 /// Accepted spellings, in the order the help text and the schema list them. The schema test
 /// (schema_test.cpp) checks that share/kreplay/input-schema.json lists exactly these.
-inline constexpr std::array<std::string_view, 3> kReplayModeNames = {"kernel", "application",
-                                                                     "range"};
+inline constexpr std::array<std::string_view, 4> kReplayModeNames = {"kernel", "auto",
+                                                                     "application", "range"};
 inline constexpr std::array<std::string_view, 2> kReplayMemoryNames = {"all", "args"};
 inline constexpr std::array<std::string_view, 2> kGraphProfilingNames = {"node", "graph"};
 inline constexpr std::array<std::string_view, 2> kCacheControlNames = {"all", "none"};

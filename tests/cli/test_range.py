@@ -150,6 +150,32 @@ class RangeAcrossSynchronizations(RangeCase):
         self.assertIn("1 ranges held 4 launches", self.range_line(r))
 
 
+class AutoMode(RangeCase):
+    GROUPS = ["--pmc", "ops", "--pmc", "threads_launched"]
+    APP = ["--launches", 8, "--read-every", 4, "--sync-every", 1]
+
+    def mode(self, db):
+        return e2e.rows(db, "SELECT replay_mode FROM run")[0]["replay_mode"]
+
+    def test_auto_replays_ranges_with_the_values_kernel_replay_gives(self):
+        ra, auto_db = self.run_app(["--replay-mode", "auto"] + self.GROUPS, self.APP, "auto")
+        rk, kernel_db = self.run_app(["--replay-mode", "kernel"] + self.GROUPS, self.APP, "kernel")
+        self.assertEqual(self.mode(auto_db), "range", str(ra))
+        self.assertEqual(self.mode(kernel_db), "kernel", str(rk))
+        self.assertEqual(self.counters(auto_db), self.counters(kernel_db))
+        self.assertEqual(len(self.counters(auto_db)), 16)
+        # Two ranges of four launches each (a copy every 4 launches; the syncs keep them open).
+        self.assertEqual([p["dispatch_id"] for p in self.phases(auto_db) if p["phase"] == "snapshot"],
+                         [1, 5], str(ra))
+        self.assertEqual(e2e.tally(ra), e2e.tally(rk))
+
+    def test_auto_with_a_kernel_filter_is_kernel_replay(self):
+        r, db = self.run_app(["--replay-mode", "auto", "-k", "mark"] + self.GROUPS, self.APP)
+        self.assertEqual(self.mode(db), "kernel", str(r))
+        self.assertEqual([x["dispatch_id"] for x in self.dispatches(db)], [2, 4, 6, 8])
+        self.assertFalse([l for l in r.kreplay_lines if " ranges held " in l], str(r))
+
+
 class RangeFilters(RangeCase):
     def test_unselected_launches_run_in_the_passes_but_leave_no_records(self):
         r, db = self.run_app(["--replay-mode", "range", "--pmc", "ops", "--pmc", "threads_launched",
