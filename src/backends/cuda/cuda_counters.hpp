@@ -14,7 +14,8 @@
 // a particular counter.
 //
 // KREPLAY_COUNTER_API picks the CUPTI API behind the same service: `range` (the default: the range
-// profiler, as above) or, experimentally and not yet measured, CUPTI's legacy profiler API
+// profiler, as above) or the fallback, CUPTI's legacy profiler API (its per-pass calls cost what the
+// range profiler's do on the H200: bench/RESULTS.md, sixth session)
 // (cupti/profiler_api.hpp, bench/cuda/profiler_api_cost.cu): `profiler` (kernel replay keeps one
 // session and config across dispatches, one user range per dispatch), `profiler-setconfig` (the
 // same with UnsetConfig + SetConfig before each dispatch) or `profiler-per-dispatch` (a session

@@ -4,8 +4,8 @@
 // one session and one config and pays only BeginPass/EndPass per pass; its interface mirrors
 // RangeProfiler's so that the counter service can drive either.
 //
-// Call sequence (from the header and CUPTI's pre-13 userrange_profiling sample; not yet run on a
-// GPU by kreplay -- bench/cuda/profiler_api_cost.cu is the first to):
+// Call sequence (from the header and CUPTI's pre-13 userrange_profiling sample; run on the H200 by
+// bench/cuda/profiler_api_cost.cu and, with KREPLAY_COUNTER_API=profiler, by counters_check.py):
 //
 //   create(ctx)            cuptiProfilerInitialize (once per process), cuptiDeviceGetChipName,
 //                          cuptiProfilerGetCounterAvailability (before any session: it fails
