@@ -1,5 +1,6 @@
 #include "backends/cuda/cupti/cupti_common.hpp"
 
+#include <cupti_profiler_target.h>
 #include <fmt/format.h>
 
 namespace kreplay::cupti {
@@ -106,6 +107,14 @@ std::mutex& host_api_mutex() {
   // Never destroyed: host objects may be released from static destructors at exit.
   static std::mutex* mu = new std::mutex;
   return *mu;
+}
+
+Status profiler_initialize() {
+  static const Status status = [] {
+    auto params = KR_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
+    return cupti_status(cuptiProfilerInitialize(&params), "cuptiProfilerInitialize");
+  }();
+  return status;
 }
 
 }  // namespace kreplay::cupti

@@ -49,6 +49,11 @@ Status cupti_status(CUptiResult result, std::string_view call);
 /// take another kreplay lock.
 std::mutex& host_api_mutex();
 
+/// cuptiProfilerInitialize, once per process (it loads the profiler libraries and hooks the
+/// driver; calling it again is harmless but not free). Shared by the range profiler and the
+/// legacy profiler API.
+Status profiler_initialize();
+
 }  // namespace kreplay::cupti
 
 /// Run a CUPTI call and return a Status from the enclosing function when it fails.

@@ -18,31 +18,6 @@
 namespace kreplay::cupti {
 namespace {
 
-class Timed {
- public:
-  explicit Timed(CallCost& cost) : cost_(cost), t0_(std::chrono::steady_clock::now()) {}
-  ~Timed() {
-    auto ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_)
-            .count();
-    cost_.add(static_cast<uint64_t>(ns));
-  }
-  Timed(const Timed&) = delete;
-  Timed& operator=(const Timed&) = delete;
-
- private:
-  CallCost& cost_;
-  std::chrono::steady_clock::time_point t0_;
-};
-
-Status profiler_initialize() {
-  static const Status status = [] {
-    auto params = KR_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
-    return cupti_status(cuptiProfilerInitialize(&params), "cuptiProfilerInitialize");
-  }();
-  return status;
-}
-
 /// The ProfilerHost of each device with that device's counter availability (as RangeProfiler's,
 /// kept apart: a session may be created while a RangeProfiler of the device is gone).
 std::shared_ptr<ProfilerHost> find_host(CUdevice device, std::unique_ptr<ProfilerHost> add = {}) {
@@ -54,13 +29,13 @@ std::shared_ptr<ProfilerHost> find_host(CUdevice device, std::unique_ptr<Profile
   return it == hosts->end() ? nullptr : it->second;
 }
 
-#define KR_PAPI_CALL(cost, call)                                        \
-  do {                                                                  \
-    CUptiResult kr_r_;                                                  \
-    {                                                                   \
-      Timed kr_timed_(cost);                                            \
-      kr_r_ = (call);                                                   \
-    }                                                                   \
+#define KR_PAPI_CALL(cost, call)                                                     \
+  do {                                                                               \
+    CUptiResult kr_r_;                                                               \
+    {                                                                                \
+      TimedCall kr_timed_(cost);                                                     \
+      kr_r_ = (call);                                                                \
+    }                                                                                \
     if (kr_r_ != CUPTI_SUCCESS) return ::kreplay::cupti::cupti_status(kr_r_, #call); \
   } while (0)
 
@@ -89,7 +64,7 @@ Result<std::unique_ptr<ProfilerApiSession>> ProfilerApiSession::create(CUcontext
   if (host == nullptr) {
     std::vector<uint8_t> image;
     {
-      Timed timed(costs.counter_availability);
+      TimedCall timed(costs.counter_availability);
       auto params = KR_CUPTI_PARAMS(CUpti_Profiler_GetCounterAvailability_Params);
       params.ctx = ctx;
       KR_CUPTI_RETURN_IF_ERROR(cuptiProfilerGetCounterAvailability(&params));
@@ -126,14 +101,14 @@ Status ProfilerApiSession::configure(const std::vector<std::string>& metrics,
   // Validate through the catalog first: NVPW's own error for a bad name is a bare
   // INVALID_ARGUMENT.
   Result<ConfigImage> config = [&] {
-    Timed timed(costs_.host_config);
+    TimedCall timed(costs_.host_config);
     return host_->build_config(metrics);
   }();
   if (!config.ok()) return config.status();
 
   if (!legacy_ || legacy_->metrics() != metrics) {
     Result<std::unique_ptr<LegacyMetrics>> legacy = [&] {
-      Timed timed(costs_.prefix);
+      TimedCall timed(costs_.prefix);
       return LegacyMetrics::create(chip_, metrics, host_->counter_availability());
     }();
     if (!legacy.ok()) return legacy.status();
@@ -143,7 +118,7 @@ Status ProfilerApiSession::configure(const std::vector<std::string>& metrics,
   pass_count_ = config->pass_count;
   if (options.config == ConfigSource::kNvpw) {
     Result<LegacyMetrics::NvpwConfig> nvpw = [&] {
-      Timed timed(costs_.host_config);
+      TimedCall timed(costs_.host_config);
       return legacy_->config_image();
     }();
     if (!nvpw.ok()) return nvpw.status();
@@ -157,7 +132,7 @@ Status ProfilerApiSession::configure(const std::vector<std::string>& metrics,
     config_ = std::move(config->image);
   }
   if (data_.image.empty() || data_.max_ranges != options.max_ranges) {
-    Timed timed(costs_.counter_data_size);
+    TimedCall timed(costs_.counter_data_size);
     ASSIGN_OR_RETURN(data_,
                      legacy_->make_counter_data(static_cast<uint32_t>(options.max_ranges)));
     image_fresh_ = true;
@@ -177,7 +152,7 @@ Status ProfilerApiSession::configure(const std::vector<std::string>& metrics,
 
 Status ProfilerApiSession::begin_session() {
   if (!image_fresh_) {
-    Timed timed(costs_.counter_data_init);
+    TimedCall timed(costs_.counter_data_init);
     RETURN_IF_ERROR(legacy_->reinitialize(data_));
   }
   image_fresh_ = false;
@@ -273,7 +248,7 @@ Status ProfilerApiSession::end_session() {
   session_open_ = false;
   CUptiResult r;
   {
-    Timed timed(costs_.end_session);
+    TimedCall timed(costs_.end_session);
     r = cuptiProfilerEndSession(&params);
   }
   keep(cupti_status(r, "cuptiProfilerEndSession"));
@@ -412,7 +387,7 @@ Result<std::vector<RangeValues>> ProfilerApiSession::values(EvalPath path) {
   std::vector<RangeValues> out;
   if (path == EvalPath::kAuto && host_api_reads_ == 0) path = EvalPath::kNvpw;
   for (size_t i = returned_; i < count; ++i) {
-    Timed timed(costs_.evaluate);
+    TimedCall timed(costs_.evaluate);
     RangeValues range;
     auto name = ProfilerHost::range_name(data_.image, i);
     if (name.ok()) {

@@ -17,34 +17,6 @@
 namespace kreplay::cupti {
 namespace {
 
-/// Times one call into a CallCost.
-class Timed {
- public:
-  explicit Timed(CallCost& cost) : cost_(cost), t0_(std::chrono::steady_clock::now()) {}
-  ~Timed() {
-    auto ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_)
-            .count();
-    cost_.add(static_cast<uint64_t>(ns));
-  }
-  Timed(const Timed&) = delete;
-  Timed& operator=(const Timed&) = delete;
-
- private:
-  CallCost& cost_;
-  std::chrono::steady_clock::time_point t0_;
-};
-
-/// cuptiProfilerInitialize, once per process (it loads the profiler libraries and hooks the
-/// driver; calling it again is harmless but not free).
-Status profiler_initialize() {
-  static const Status status = [] {
-    auto params = KR_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params);
-    return cupti_status(cuptiProfilerInitialize(&params), "cuptiProfilerInitialize");
-  }();
-  return status;
-}
-
 const char* level_name(CUpti_Profiler_Support_Level level) {
   switch (level) {
     case CUPTI_PROFILER_CONFIGURATION_UNSUPPORTED:
@@ -163,7 +135,7 @@ Result<std::unique_ptr<RangeProfiler>> RangeProfiler::create(CUcontext ctx) {
   if (host == nullptr) {
     // Read before Enable: the call fails while a profiling session is active on the device.
     Result<std::vector<uint8_t>> availability = [&] {
-      Timed timed(costs.counter_availability);
+      TimedCall timed(costs.counter_availability);
       return read_counter_availability(ctx);
     }();
     if (!availability.ok()) return availability.status();
@@ -189,7 +161,7 @@ Status RangeProfiler::enable() {
   auto params = KR_CUPTI_PARAMS(CUpti_RangeProfiler_Enable_Params);
   params.ctx = ctx_;
   {
-    Timed timed(costs_.enable);
+    TimedCall timed(costs_.enable);
     KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerEnable(&params));
   }
   object_ = params.pRangeProfilerObject;
@@ -204,7 +176,7 @@ Status RangeProfiler::disable() {
   object_ = nullptr;
   config_used_ = false;
   in_pass_ = false;
-  Timed timed(costs_.disable);
+  TimedCall timed(costs_.disable);
   KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerDisable(&params));
   return Status::Ok();
 }
@@ -229,7 +201,7 @@ Status RangeProfiler::configure(const std::vector<std::string>& metrics, RangeMo
     return Error(KREPLAY_STATUS_ERROR, "configure() inside a pass (between start() and stop())");
   }
   Result<ConfigImage> config = [&] {
-    Timed timed(costs_.host_config);
+    TimedCall timed(costs_.host_config);
     return host_->build_config(metrics);
   }();
   if (!config.ok()) return config.status();
@@ -263,7 +235,7 @@ Status RangeProfiler::configure(const std::vector<std::string>& metrics, RangeMo
     size.maxNumOfRanges = max_ranges;
     size.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges);
     {
-      Timed timed(costs_.counter_data_size);
+      TimedCall timed(costs_.counter_data_size);
       KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerGetCounterDataSize(&size));
     }
     counter_data_.assign(size.counterDataSize, 0);
@@ -291,7 +263,7 @@ Status RangeProfiler::begin() {
   init.counterDataSize = counter_data_.size();
   init.pCounterData = counter_data_.data();
   {
-    Timed timed(costs_.counter_data_init);
+    TimedCall timed(costs_.counter_data_init);
     KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerCounterDataImageInitialize(&init));
   }
   auto set = KR_CUPTI_PARAMS(CUpti_RangeProfiler_SetConfig_Params);
@@ -308,7 +280,7 @@ Status RangeProfiler::begin() {
   set.passIndex = 0;
   set.targetNestingLevel = 1;
   {
-    Timed timed(costs_.set_config);
+    TimedCall timed(costs_.set_config);
     KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerSetConfig(&set));
   }
   config_used_ = true;
@@ -330,7 +302,7 @@ Status RangeProfiler::start() {
   auto params = KR_CUPTI_PARAMS(CUpti_RangeProfiler_Start_Params);
   params.pRangeProfilerObject = object_;
   {
-    Timed timed(costs_.start);
+    TimedCall timed(costs_.start);
     KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerStart(&params));
   }
   in_pass_ = true;
@@ -343,7 +315,7 @@ Result<PassResult> RangeProfiler::stop() {
   params.pRangeProfilerObject = object_;
   in_pass_ = false;
   {
-    Timed timed(costs_.stop);
+    TimedCall timed(costs_.stop);
     KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerStop(&params));
   }
   ++passes_done_;
@@ -359,7 +331,7 @@ Status RangeProfiler::push_range(const std::string& name) {
   auto params = KR_CUPTI_PARAMS(CUpti_RangeProfiler_PushRange_Params);
   params.pRangeProfilerObject = object_;
   params.pRangeName = name.c_str();
-  Timed timed(costs_.push_range);
+  TimedCall timed(costs_.push_range);
   KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerPushRange(&params));
   return Status::Ok();
 }
@@ -371,7 +343,7 @@ Status RangeProfiler::pop_range() {
   if (!in_pass_) return Error(KREPLAY_STATUS_ERROR, "pop_range() outside a pass");
   auto params = KR_CUPTI_PARAMS(CUpti_RangeProfiler_PopRange_Params);
   params.pRangeProfilerObject = object_;
-  Timed timed(costs_.pop_range);
+  TimedCall timed(costs_.pop_range);
   KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerPopRange(&params));
   return Status::Ok();
 }
@@ -386,7 +358,7 @@ Result<size_t> RangeProfiler::decode() {
   auto params = KR_CUPTI_PARAMS(CUpti_RangeProfiler_DecodeData_Params);
   params.pRangeProfilerObject = object_;
   {
-    Timed timed(costs_.decode);
+    TimedCall timed(costs_.decode);
     KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerDecodeData(&params));
   }
   decoded_ = true;
@@ -404,7 +376,7 @@ Result<std::vector<RangeValues>> RangeProfiler::values() {
   std::vector<RangeValues> out;
   out.reserve(count);
   for (size_t i = 0; i < count; ++i) {
-    Timed timed(costs_.evaluate);
+    TimedCall timed(costs_.evaluate);
     RangeValues range;
     ASSIGN_OR_RETURN(range.name, ProfilerHost::range_name(counter_data_, i));
     ASSIGN_OR_RETURN(range.values, host_->evaluate(counter_data_, i, config_.metrics));

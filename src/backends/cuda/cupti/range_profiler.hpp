@@ -31,6 +31,8 @@
 // Destroy the object before its context.
 #pragma once
 
+#include <chrono>
+
 #include <cuda.h>
 
 #include <cstddef>
@@ -81,6 +83,24 @@ struct CallCost {
   }
   double total_ms() const { return static_cast<double>(total_ns) / 1e6; }
   double mean_ms() const { return calls ? total_ms() / static_cast<double>(calls) : 0.0; }
+};
+
+/// Times one call into a CallCost (the scope's lifetime).
+class TimedCall {
+ public:
+  explicit TimedCall(CallCost& cost) : cost_(cost), t0_(std::chrono::steady_clock::now()) {}
+  ~TimedCall() {
+    auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_)
+            .count();
+    cost_.add(static_cast<uint64_t>(ns));
+  }
+  TimedCall(const TimedCall&) = delete;
+  TimedCall& operator=(const TimedCall&) = delete;
+
+ private:
+  CallCost& cost_;
+  std::chrono::steady_clock::time_point t0_;
 };
 
 /// Per-part cost breakdown of a RangeProfiler.
