@@ -113,6 +113,9 @@ typedef struct kreplay_range_outcome_record_t {
   const uint64_t* dispatch_ids;       ///< the launches' dispatch ids, in order
   uint64_t synchronizations_spanned;  ///< synchronizations the range stayed open across
   uint64_t streams;                   ///< streams the range's launches used (1 or more)
+  /** The API function whose call closed the range (e.g. "cuMemFree_v2"), NULL when the close
+   * was not a call (launch limit, another stream or thread, exit) or the backend did not say. */
+  const char* close_call;
 } kreplay_range_outcome_record_t;
 
 /** @brief Payload of RANGE_REPLAY. One flat struct for every operation. */

@@ -134,9 +134,9 @@ Options Engine::options() const {
 
 bool Engine::in_window() { return !tls().windows.empty(); }
 
-Engine::MemoryGuard Engine::guard_memory(uint64_t agent) {
+Engine::MemoryGuard Engine::guard_memory(uint64_t agent, const char* call) {
   for (;;) {
-    range_barrier(agent, KREPLAY_RANGE_CLOSE_MEMORY);
+    range_barrier(agent, KREPLAY_RANGE_CLOSE_MEMORY, call);
     const bool ranges = hooks_.range_configured();
     if (!hooks_.replay_configured() && !ranges) return {};
     DeviceSlot* s = slot(agent);

@@ -332,7 +332,9 @@ class Engine {
    private:
     std::shared_lock<std::shared_mutex> lock_;
   };
-  MemoryGuard guard_memory(uint64_t agent);
+  /// @p call names the API call the guard is for (kept as what closed a range; a string that
+  /// outlives the process's ranges, e.g. CUPTI's function name), or nullptr.
+  MemoryGuard guard_memory(uint64_t agent, const char* call = nullptr);
   /// Test seam: guard_memory calls @p probe after closing ranges and before taking the window,
   /// so a test can open a range on another thread exactly there. Not for production use; set it
   /// while no memory operation is in flight.
@@ -345,12 +347,13 @@ class Engine {
   /// Before any call, from any thread, through which the host could observe or change device
   /// memory: closes the open range of @p agent (0 = every device), running its remaining passes.
   /// No-op when no range is open, and for kreplay's own calls inside the range machinery.
-  void range_barrier(uint64_t agent, kreplay_range_close_reason_t why);
+  /// @p call: as for guard_memory (the range outcome's close_call).
+  void range_barrier(uint64_t agent, kreplay_range_close_reason_t why, const char* call = nullptr);
   /// A plain synchronization of @p agent's work (stream, event or device synchronize, a stream or
   /// event query): the host observes no memory through it, so a range whose launches can have
   /// written no host-visible memory stays open across it (RangeOptions::span_syncs); any other
   /// range closes (KREPLAY_RANGE_CLOSE_SYNCHRONIZE).
-  void range_sync(uint64_t agent);
+  void range_sync(uint64_t agent, const char* call = nullptr);
   /// The application recorded @p event on @p stream / made @p stream wait for @p event: a stream
   /// that waited for an event recorded after the open range's last launch may join the range.
   void range_event_record(uint64_t agent, uint64_t stream, uint64_t event);
@@ -404,7 +407,7 @@ class Engine {
   bool open_range(DeviceSlot& slot, DispatchState& first,
                   kreplay_decline_reason_t declined = KREPLAY_DECLINE_REASON_NONE);
   void add_to_range(DeviceSlot& slot, DispatchState& st);
-  void close_range(DeviceSlot& slot, kreplay_range_close_reason_t why);
+  void close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, const char* call = nullptr);
   /// Whether the open range @p r of @p slot stays open across a plain synchronization.
   bool range_spans_sync(const DeviceSlot& slot, const RangeState& r) const;
   /// The slots of @p agent (0: all) that have a range open.

@@ -96,11 +96,11 @@ void Engine::range_marker(MarkerEvent event, std::string_view name) {
 
 bool Engine::in_range_machinery() { return tl_range_depth > 0; }
 
-void Engine::range_barrier(uint64_t agent, kreplay_range_close_reason_t why) {
+void Engine::range_barrier(uint64_t agent, kreplay_range_close_reason_t why, const char* call) {
   if (tl_range_depth > 0 || !hooks_.range_configured()) return;
   for (DeviceSlot* s : open_range_slots(agent)) {
     std::unique_lock lock(s->range_mu);
-    if (s->range) close_range(*s, why);
+    if (s->range) close_range(*s, why, call);
   }
 }
 
@@ -114,7 +114,7 @@ bool Engine::range_spans_sync(const DeviceSlot& slot, const RangeState& r) const
          !inventory_.holds(slot.agent, KREPLAY_MEMORY_KIND_MANAGED);
 }
 
-void Engine::range_sync(uint64_t agent) {
+void Engine::range_sync(uint64_t agent, const char* call) {
   if (tl_range_depth > 0 || !hooks_.range_configured()) return;
   for (DeviceSlot* s : open_range_slots(agent)) {
     std::unique_lock lock(s->range_mu);
@@ -122,7 +122,7 @@ void Engine::range_sync(uint64_t agent) {
     if (range_spans_sync(*s, *s->range)) {
       ++s->range->outcome.synchronizations_spanned;
     } else {
-      close_range(*s, KREPLAY_RANGE_CLOSE_SYNCHRONIZE);
+      close_range(*s, KREPLAY_RANGE_CLOSE_SYNCHRONIZE, call);
     }
   }
 }
@@ -446,7 +446,7 @@ void Engine::range_exit(DispatchState& st, bool submitted) {
   st.range_lock.unlock();
 }
 
-void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
+void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, const char* call) {
   RangeDepth depth;
   // The range leaves the slot now (calls made from inside the close see none), but range_open
   // stays set until the end: other threads' barriers then wait on range_mu for the close.
@@ -460,6 +460,7 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why) {
   LocalContextScope scope(r.pre_active, r.overrides);
   auto& out = r.outcome;
   out.close_reason = why;
+  out.close_call = call;
   out.launches = r.launches.size();
   out.outcome = KREPLAY_REPLAY_OUTCOME_REPLAYED;
   for (const auto& rl : r.launches) {

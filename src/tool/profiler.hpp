@@ -170,6 +170,7 @@ class Profiler final : public ServiceHost {
     uint64_t by_size[4] = {};  // 1 launch, 2-7, 8-63, 64 or more
     uint64_t spanned_ranges = 0, syncs_spanned = 0, multi_stream = 0;
     std::map<std::string, uint64_t> closed_by;
+    std::map<std::string, uint64_t> closed_by_call;  // API function names
     void add(const kreplay_range_outcome_record_t& o);
     std::string line() const;  // "" when no range closed
   };

@@ -118,6 +118,9 @@ void Profiler::RangeTally::add(const kreplay_range_outcome_record_t& o) {
     syncs_spanned += o.synchronizations_spanned;
     if (o.streams > 1) ++multi_stream;
   }
+  if (o.size >= KREPLAY_STRUCT_SIZE(kreplay_range_outcome_record_t, close_call) && o.close_call &&
+      *o.close_call)
+    ++closed_by_call[o.close_call];
   if (const char* why = kreplay_get_range_close_reason_name(o.close_reason); why && *why)
     ++closed_by[why];
 }
@@ -137,6 +140,15 @@ std::string Profiler::RangeTally::line() const {
   for (const auto& [why, n] : closed_by)
     closed += fmt::format("{}{} {}", closed.empty() ? "" : ", ", why, n);
   if (!closed.empty()) out += "; closed by " + closed;
+  // The calls that closed most ranges, most first (ties by name).
+  std::vector<std::pair<std::string, uint64_t>> calls(closed_by_call.begin(), closed_by_call.end());
+  std::stable_sort(calls.begin(), calls.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string top;
+  for (size_t i = 0; i < calls.size() && i < 4; ++i)
+    top += fmt::format("{}{} {}", top.empty() ? "" : ", ", calls[i].first, calls[i].second);
+  if (calls.size() > 4) top += fmt::format(", {} other calls", calls.size() - 4);
+  if (!top.empty()) out += " (at " + top + ")";
   return out;
 }
 

@@ -129,7 +129,7 @@ class RangeAcrossSynchronizations(RangeCase):
         self.assertIn("1 ranges held 8 launches (8.0 per range, largest 8; 1 launch: 0, 2-7: 0, "
                       "8-63: 1, 64+: 0)", line)
         self.assertIn("1 stayed open across 5 synchronizations", line)
-        self.assertIn("closed by memory 1", line)
+        self.assertIn("closed by memory 1 (at hostrt::memcpy 1)", line)
 
     def test_KREPLAY_RANGE_SYNC_close_closes_a_range_at_every_synchronization(self):
         r, db = self.run_app(self.GROUPS, ["--launches", 8, "--sync-every", 2],
@@ -139,7 +139,7 @@ class RangeAcrossSynchronizations(RangeCase):
         line = self.range_line(r)
         self.assertIn("4 ranges held 8 launches", line)
         self.assertNotIn("stayed open", line)
-        self.assertIn("closed by synchronize 4", line)
+        self.assertIn("closed by synchronize 4 (at hostrt::stream_synchronize 4)", line)
 
     def test_a_bad_KREPLAY_RANGE_SYNC_is_one_line_and_the_default_holds(self):
         r, db = self.run_app(self.GROUPS, ["--launches", 4, "--sync-every", 2],

@@ -31,6 +31,7 @@ struct RangeEvent {
   uint64_t dispatch_id = 0;  // LAUNCH
   kreplay_range_outcome_record_t outcome{};
   std::vector<uint64_t> dispatch_ids;
+  std::string close_call;  // outcome.close_call, copied
 };
 
 struct Trace {
@@ -104,6 +105,7 @@ void on_range(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void*
     S().on_pass_enter(*p);
   if (rec.operation == KREPLAY_RANGE_REPLAY_CONFIG && rec.phase == KREPLAY_CALLBACK_PHASE_EXIT) {
     e.outcome = *p->outcome;
+    if (p->outcome->close_call) e.close_call = p->outcome->close_call;
     e.dispatch_ids.assign(p->outcome->dispatch_ids, p->outcome->dispatch_ids + p->outcome->launches);
   }
   std::lock_guard lock(S().mu);
@@ -860,6 +862,7 @@ TEST_F(Range, ARangeStaysOpenAcrossSynchronizationsUntilACopy) {
   const auto& o = exits[0].outcome;
   EXPECT_EQ(o.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
   EXPECT_EQ(o.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
+  EXPECT_STREQ(exits[0].close_call.c_str(), "hostrt::memcpy");
   EXPECT_EQ(o.launches, 3u);
   EXPECT_EQ(o.passes_executed, 3u);
   EXPECT_EQ(o.synchronizations_spanned, 3u);

@@ -162,11 +162,11 @@ void driver_call_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint
   } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop) {
     engine.range_marker(replay::Engine::MarkerEvent::kProfilerStop, "");
   } else if (is_plain_sync(cb->functionName)) {
-    engine.range_sync(agent);
+    engine.range_sync(agent, cb->functionName);
   } else if (!note_stream_order(cbid, cb, agent)) {
     // A range closes before any other call that could observe or change device memory.
     if (auto why = range_close_reason(cb->functionName); why != KREPLAY_RANGE_CLOSE_NONE)
-      engine.range_barrier(agent, why);
+      engine.range_barrier(agent, why, cb->functionName);
   }
 }
 

@@ -172,7 +172,8 @@ constexpr size_t kAlign = 256;
 Result<void*> allocate(size_t bytes, int device, bool tracked,
                        kreplay_memory_kind_t kind = KREPLAY_MEMORY_KIND_DEVICE) {
   ASSIGN_OR_RETURN(HostDevice * dev, rt().checked_device(device));
-  sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MEMORY);
+  sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MEMORY,
+                                             "hostrt::malloc");
   if (bytes == 0) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "allocation of 0 bytes");
   if (!dev->reserve(bytes)) {
     return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,
@@ -229,7 +230,7 @@ std::vector<HostDevice*> copy_devices(const void* dst, const void* src, int stre
 Status guard_and_drain(const std::vector<HostDevice*>& devs,
                        std::vector<replay::Engine::MemoryGuard>* guards, bool drain) {
   for (HostDevice* dev : devs)
-    guards->push_back(sdk::Runtime::get().engine().guard_memory(dev->agent));
+    guards->push_back(sdk::Runtime::get().engine().guard_memory(dev->agent, "hostrt::memcpy"));
   if (drain) {
     for (HostDevice* dev : devs) RETURN_IF_ERROR(dev->drain(UINT32_MAX));
   }
@@ -343,14 +344,15 @@ Status stream_destroy(Stream stream) {
 Status stream_synchronize(Stream stream) {
   auto s = rt().stream(stream);
   if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
-  sdk::Runtime::get().engine().range_sync(rt().device(s->device())->agent);
+  sdk::Runtime::get().engine().range_sync(rt().device(s->device())->agent,
+                                          "hostrt::stream_synchronize");
   s->wait_idle(UINT32_MAX);
   return Status::Ok();
 }
 
 Status device_synchronize(int device) {
   ASSIGN_OR_RETURN(HostDevice * dev, rt().checked_device(device));
-  sdk::Runtime::get().engine().range_sync(dev->agent);
+  sdk::Runtime::get().engine().range_sync(dev->agent, "hostrt::device_synchronize");
   return dev->drain(UINT32_MAX);
 }
 
