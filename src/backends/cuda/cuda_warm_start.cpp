@@ -105,6 +105,12 @@ void CudaCounterBackend::warm_start(device::Launch& launch, bool range) {
     if (!dropped.ok()) return dropped.status();
     auto values = rp->values();
     if (!values.ok()) return values.status();
+    if (values->empty()) {
+      // Passes that profiled no launch: later values of this object could decode to NaN, so the
+      // dispatch starts on a fresh one instead.
+      return Error(KREPLAY_STATUS_ERROR, "the collection decoded no range (its launches were not "
+                                         "profiled)");
+    }
     for (const auto& r : *values) {
       for (double v : r.values) nan_values += std::isnan(v) ? 1 : 0;
     }
