@@ -239,8 +239,18 @@ for section in "${SECTIONS[@]}"; do
       grep -h "warm start" "$W/warmstart_$v.log" | head -3 | cut -c1-300 | tee -a "$O/summary.txt"
       note "warmstart_$v $(grep "^replay_app " "$W/warmstart_$v.log")"
     done
-    python3 - "$W/ws1/run_results.db" "$W/ws0/run_results.db" <<'PY' 2>&1 | tee -a "$O/summary.txt"
-import sqlite3, statistics, sys
+    python3 - "$W/ws1/run_results.db" "$W/ws0/run_results.db" "$W/warmstart_1.log" "$W/warmstart_0.log" \
+      <<'PY' 2>&1 | tee -a "$O/summary.txt"
+import re, sqlite3, statistics, sys
+def app_first_launch(log):
+    # replay_app's loop: its first launch as the application sees it (warm-up included) = the loop
+    # minus the later launches at their steady time.
+    try:
+        line = [l for l in open(log) if l.startswith("replay_app ")][-1]
+        f = {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", line)}
+        return f"app first_launch_ms={f['loop_ms'] - f['steady_per_launch_ms'] * (f['launches'] - 1):.1f} steady_per_launch_ms={f['steady_per_launch_ms']:.1f}"
+    except Exception as e:
+        return f"app: {e}"
 def load(db):
     c = sqlite3.connect(db)
     # Per dispatch (in launch order): the GPU time of its passes (passes.start_ns..end_ns, summed),
@@ -257,7 +267,7 @@ def load(db):
     vals = c.execute("select count(*), coalesce(sum(value is null), 0) from counters").fetchone()
     return rows, vals
 ok = True
-for label, db in (("warm", sys.argv[1]), ("cold", sys.argv[2])):
+for label, db, log in (("warm", sys.argv[1], sys.argv[3]), ("cold", sys.argv[2], sys.argv[4])):
     try:
         rows, (nvals, nan) = load(db)
     except Exception as e:  # no database: the run failed
@@ -277,7 +287,7 @@ for label, db in (("warm", sys.argv[1]), ("cold", sys.argv[2])):
     print(f"warmstart {label}: dispatches={len(rows)} passes={rows[0][1]} "
           f"pass_ms first={first_pass:.2f} later_median={med_pass:.2f} ratio={first_pass / med_pass:.2f}; "
           f"window_ms first={first_win:.2f} later_median={med_win:.2f} ratio={first_win / med_win:.2f}; "
-          f"counter values={nvals} NaN={nan}")
+          f"counter values={nvals} NaN={nan}; {app_first_launch(log)}")
     if label == "warm":
         ok = ok and pass_ok and nan == 0 and nvals > 0
         print(f"warmstart window (information, not part of PASS): first dispatch's window "
