@@ -127,6 +127,7 @@ void CudaCounterBackend::warm_start(device::Launch& launch, bool range) {
     if (profiling) reset_profiler();  // the dispatch starts on a fresh profiler object
     std::lock_guard lock(mu_);
     ++warm_cost_.failed;
+    warm_cost_.failed_ns += ns;
     return;
   }
   KR_DEBUG("counters: warm start on context {}: {} passes in {:.1f} ms (first Start {:.1f} ms, "

@@ -636,13 +636,13 @@ void print_costs() {
      std::fprintf(stderr,
                   "==KREPLAY== cost %-22s calls=%-6llu total_ms=%-10.3f mean_ms=%-8.3f max_ms=%.3f\n"
                   "==KREPLAY== cost warm_start first_start_ms=%.3f passes=%llu failed=%llu "
-                  "nan_values=%llu\n",
+                  "failed_ms=%.3f nan_values=%llu\n",
                   "warm_start", static_cast<unsigned long long>(w.runs),
                   static_cast<double>(w.total_ns) / 1e6,
                   w.runs ? static_cast<double>(w.total_ns) / 1e6 / static_cast<double>(w.runs) : 0.0,
                   static_cast<double>(w.max_ns) / 1e6, static_cast<double>(w.first_start_ns) / 1e6,
                   static_cast<unsigned long long>(w.passes),
-                  static_cast<unsigned long long>(w.failed),
+                  static_cast<unsigned long long>(w.failed), static_cast<double>(w.failed_ns) / 1e6,
                   static_cast<unsigned long long>(w.nan_values));
    }
    for (cupti::RangeProfiler* rp : b->existing_profilers()) {
