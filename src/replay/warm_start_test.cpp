@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "replay/engine.hpp"
@@ -72,8 +72,12 @@ class Launch final : public device::Launch {
 };
 
 uint64_t g_passes = 3;
-uint64_t pass_count(kreplay_kernel_dispatch_info_t, kreplay_user_data_t) { return g_passes; }
-uint64_t range_pass_count(kreplay_range_info_t, kreplay_user_data_t) { return g_passes; }
+uint64_t pass_count(kreplay_kernel_dispatch_info_t, kreplay_user_data_t) {
+  return g_passes;
+}
+uint64_t range_pass_count(kreplay_range_info_t, kreplay_user_data_t) {
+  return g_passes;
+}
 
 class Hooks final : public replay::Hooks {
  public:
@@ -138,7 +142,7 @@ TEST(WarmStart, BeforeTheSnapshotAndTheFirstPassWithTheDeviceHeld) {
   ASSERT_TRUE(launch.submit().ok());
   engine.exit(st, true);
   // (No chunk changed, so there is nothing to restore between the passes.)
-  const std::vector<std::string> want = {"warm_start",      "snapshot", "before_submit 0",
+  const std::vector<std::string> want = {"warm_start",      "snapshot",        "before_submit 0",
                                          "launch",          "before_submit 1", "launch",
                                          "before_submit 2", "launch"};
   EXPECT_EQ(g_events, want);

@@ -92,8 +92,8 @@ void CudaCounterBackend::warm_start(device::Launch& launch, bool range) {
       }
       RETURN_IF_ERROR(rp->start());
       if (passes == 0) first_start_ns = rp->costs().start.last_ns;
-      Status launched = mode == cupti::RangeMode::kUser ? rp->push_range("kreplay_warm_start")
-                                                        : Status::Ok();
+      Status launched =
+          mode == cupti::RangeMode::kUser ? rp->push_range("kreplay_warm_start") : Status::Ok();
       if (launched.ok()) launched = device_->tiny_launch(ctx);
       if (launched.ok() && mode == cupti::RangeMode::kUser) launched = rp->pop_range();
       auto stopped = rp->stop();
@@ -108,8 +108,9 @@ void CudaCounterBackend::warm_start(device::Launch& launch, bool range) {
     if (values->empty()) {
       // Passes that profiled no launch: later values of this object could decode to NaN, so the
       // dispatch starts on a fresh one instead.
-      return Error(KREPLAY_STATUS_ERROR, "the collection decoded no range (its launches were not "
-                                         "profiled)");
+      return Error(KREPLAY_STATUS_ERROR,
+                   "the collection decoded no range (its launches were not "
+                   "profiled)");
     }
     for (const auto& r : *values) {
       for (double v : r.values) nan_values += std::isnan(v) ? 1 : 0;
@@ -121,19 +122,21 @@ void CudaCounterBackend::warm_start(device::Launch& launch, bool range) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
           .count());
   if (!s.ok()) {
-    KR_DEBUG("counters: warm start on context {} failed after {:.1f} ms ({}); its first counted "
-             "dispatch pays the first CUPTI Start",
-             static_cast<const void*>(ctx), static_cast<double>(ns) / 1e6, s.message());
+    KR_DEBUG(
+        "counters: warm start on context {} failed after {:.1f} ms ({}); its first counted "
+        "dispatch pays the first CUPTI Start",
+        static_cast<const void*>(ctx), static_cast<double>(ns) / 1e6, s.message());
     if (profiling) reset_profiler();  // the dispatch starts on a fresh profiler object
     std::lock_guard lock(mu_);
     ++warm_cost_.failed;
     warm_cost_.failed_ns += ns;
     return;
   }
-  KR_DEBUG("counters: warm start on context {}: {} passes in {:.1f} ms (first Start {:.1f} ms, "
-           "{} NaN values of its own)",
-           static_cast<const void*>(ctx), passes, static_cast<double>(ns) / 1e6,
-           static_cast<double>(first_start_ns) / 1e6, nan_values);
+  KR_DEBUG(
+      "counters: warm start on context {}: {} passes in {:.1f} ms (first Start {:.1f} ms, "
+      "{} NaN values of its own)",
+      static_cast<const void*>(ctx), passes, static_cast<double>(ns) / 1e6,
+      static_cast<double>(first_start_ns) / 1e6, nan_values);
   std::lock_guard lock(mu_);
   ++warm_cost_.runs;
   warm_cost_.total_ns += ns;
