@@ -52,7 +52,9 @@ constexpr size_t kApiLaunchesPerPass = 256;
 
 }  // namespace
 
-bool range_profiler_counter_api() { return !profiler_api(); }
+bool range_profiler_counter_api() {
+  return !profiler_api();
+}
 
 CudaCounterBackend::CudaCounterBackend(CUdevice dev, int ordinal, std::string chip_guess)
     : dev_(dev), ordinal_(ordinal), chip_(std::move(chip_guess)) {}

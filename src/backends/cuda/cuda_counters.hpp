@@ -62,10 +62,10 @@ bool range_profiler_counter_api();
 
 /// What the warm starts of one device cost (KREPLAY_PRINT_COSTS prints it).
 struct WarmStartCost {
-  uint64_t runs = 0;            ///< warm-up collections that completed
-  uint64_t failed = 0;          ///< warm-ups that failed (that context's first dispatch paid)
-  uint64_t failed_ns = 0;       ///< what the failed ones took
-  uint64_t total_ns = 0;        ///< whole warm-ups: tiny launches, every pass, decode, values
+  uint64_t runs = 0;       ///< warm-up collections that completed
+  uint64_t failed = 0;     ///< warm-ups that failed (that context's first dispatch paid)
+  uint64_t failed_ns = 0;  ///< what the failed ones took
+  uint64_t total_ns = 0;   ///< whole warm-ups: tiny launches, every pass, decode, values
   uint64_t max_ns = 0;
   uint64_t first_start_ns = 0;  ///< their first cuptiRangeProfilerStart, summed
   uint64_t passes = 0;          ///< passes they ran, summed
