@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite rangespan real apicost. (nccl needs two
+# services servicesbench servicesuite rangespan real apicost warmstart. (nccl needs two
 # GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -228,6 +228,73 @@ for section in "${SECTIONS[@]}"; do
       note "bench_ncu_$r t0=$t0 $(grep "^replay_app " "$W/bench_ncu_$r.log")"
     done
     python3 bench/cuda/ratios.py "$O/summary.txt" | tee -a "$O/summary.txt"
+    ;;
+  warmstart)  # KREPLAY_WARM_START=1 vs 0 (cuda_warm_start.cpp): does dispatch 0 of a 10-pass set run at the
+              # steady cost once a throw-away collection took the first CUPTI Start, with no NaN value?
+    RA=$D/bin/replay_app
+    for v in 1 0; do  # 1 GiB footprint, one kernel updating 256 MiB in place, 8 launches, synchronized
+      step "warmstart_$v" 300 env KREPLAY_WARM_START=$v KREPLAY_PRINT_COSTS=1 KREPLAY_LOG_LEVEL=debug \
+        "$K" --metrics "$TEN" -d "$W/ws$v" -o run -- "$RA" 1 1 8 256
+      grep -hE "^==KREPLAY== cost (warm_start|start |stop )" "$W/warmstart_$v.log" | tee -a "$O/summary.txt"
+      grep -h "warm start" "$W/warmstart_$v.log" | head -3 | cut -c1-300 | tee -a "$O/summary.txt"
+      note "warmstart_$v $(grep "^replay_app " "$W/warmstart_$v.log")"
+    done
+    python3 - "$W/ws1/run_results.db" "$W/ws0/run_results.db" "$W/warmstart_1.log" "$W/warmstart_0.log" \
+      <<'PY' 2>&1 | tee -a "$O/summary.txt"
+import re, sqlite3, statistics, sys
+def app_first_launch(log):
+    # replay_app's loop: its first launch as the application sees it (warm-up included) = the loop
+    # minus the later launches at their steady time.
+    try:
+        line = [l for l in open(log) if l.startswith("replay_app ")][-1]
+        f = {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", line)}
+        return f"app first_launch_ms={f['loop_ms'] - f['steady_per_launch_ms'] * (f['launches'] - 1):.1f} steady_per_launch_ms={f['steady_per_launch_ms']:.1f}"
+    except Exception as e:
+        return f"app: {e}"
+def load(db):
+    c = sqlite3.connect(db)
+    # Per dispatch (in launch order): the GPU time of its passes (passes.start_ns..end_ns, summed),
+    # and its window: from its snapshot's start (or its first pass) to its last pass's end, which
+    # holds every CUPTI Start and Stop of its passes.
+    rows = c.execute("""
+        select d.dispatch_id, d.passes_executed,
+               (select sum(p.end_ns - p.start_ns) from passes p
+                 where p.app_pass = d.app_pass and p.dispatch_id = d.dispatch_id),
+               d.end_ns - coalesce((select min(r.start_ns) from replay_phases r
+                                     where r.app_pass = d.app_pass and r.dispatch_id = d.dispatch_id
+                                       and r.phase = 'snapshot'), d.start_ns)
+        from dispatches d where d.outcome = 'replayed' order by d.dispatch_id""").fetchall()
+    vals = c.execute("select count(*), coalesce(sum(value is null), 0) from counters").fetchone()
+    return rows, vals
+ok = True
+for label, db, log in (("warm", sys.argv[1], sys.argv[3]), ("cold", sys.argv[2], sys.argv[4])):
+    try:
+        rows, (nvals, nan) = load(db)
+    except Exception as e:  # no database: the run failed
+        print(f"warmstart {label}: {db}: {e}")
+        ok = ok and label != "warm"
+        continue
+    if len(rows) < 3:
+        print(f"warmstart {label}: only {len(rows)} replayed dispatches")
+        ok = ok and label != "warm"
+        continue
+    ms = lambda ns: (ns or 0) / 1e6
+    first_pass, first_win = ms(rows[0][2]), ms(rows[0][3])
+    med_pass = statistics.median(ms(r[2]) for r in rows[1:])
+    med_win = statistics.median(ms(r[3]) for r in rows[1:])
+    pass_ok = abs(first_pass - med_pass) <= 0.25 * med_pass
+    win_ok = abs(first_win - med_win) <= 0.25 * med_win
+    print(f"warmstart {label}: dispatches={len(rows)} passes={rows[0][1]} "
+          f"pass_ms first={first_pass:.2f} later_median={med_pass:.2f} ratio={first_pass / med_pass:.2f}; "
+          f"window_ms first={first_win:.2f} later_median={med_win:.2f} ratio={first_win / med_win:.2f}; "
+          f"counter values={nvals} NaN={nan}; {app_first_launch(log)}")
+    if label == "warm":
+        ok = ok and pass_ok and nan == 0 and nvals > 0
+        print(f"warmstart window (information, not part of PASS): first dispatch's window "
+              f"{'within' if win_ok else 'NOT within'} 25% of the later median")
+print("warmstart: " + ("PASS" if ok else "FAIL") +
+      " (warm run: first dispatch's pass time within 25% of the later dispatches' median, no NaN value)")
+PY
     ;;
   range)  # range replay: the suite and its counters against kernel replay
     step range_suite 330 env KREPLAY_SUITE_MODE=range KREPLAY_SUITE_EXCLUDE="$FW_ALL" \

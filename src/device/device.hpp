@@ -119,6 +119,16 @@ class CounterBackend {
     (void)launches;
     return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot count over ranges");
   }
+
+  /// Before a replay window of @p launch opens (kernel replay: before its snapshot; range replay
+  /// when the range opens, @p range true), outside any pass, with the device's window held and
+  /// a tool counting: a device whose first counted pass carries a one-time start-up cost may
+  /// pay it here, on work of its own, so that no dispatch's passes carry it. Never fails the
+  /// launch. Default: nothing (the host device has no such cost).
+  virtual void warm_start(Launch& launch, bool range) {
+    (void)launch;
+    (void)range;
+  }
 };
 
 /// What the engine knows of an intercepted launch.

@@ -286,6 +286,10 @@ DispatchState* Engine::enter(device::Launch& launch) {
 void Engine::open_window(DispatchState& st) {
   DeviceSlot& slot = *st.slot;
   st.exclusive = std::unique_lock(slot.window_mu);
+  // Before the window and its snapshot, with the device held: the counters' one-time start-up
+  // cost (on CUDA the first CUPTI Start after enabling, KREPLAY_WARM_START) is paid on kreplay's
+  // own work here, so neither this dispatch's snapshot nor its passes carry it.
+  if (!slot.device->capture_active() && !slot.host_waiter_running()) hooks_.warm_start(st, false);
   tls().windows.push_back(&slot);
   st.window = true;
   if (kreplay_decline_reason_t why = save_entry_state(st, st.snapshot);

@@ -212,6 +212,15 @@ class Hooks {
   virtual void range_pass_exit(RangeState& range) = 0;
   /// The counter set the services chose for @p launch in before_submit (in a range), or nullptr.
   virtual device::CounterSet* armed_set(DispatchState& launch) = 0;
+
+  /// Before a window opens (kernel replay: before the snapshot; range replay: as a range opens,
+  /// @p range true), with the device's window held exclusively and the device neither capturing
+  /// nor behind a host waiter: let the device's counters pay a one-time start-up cost now
+  /// (device::CounterBackend::warm_start). Default: nothing.
+  virtual void warm_start(DispatchState& st, bool range) {
+    (void)st;
+    (void)range;
+  }
 };
 
 /// One launch recorded into a range.

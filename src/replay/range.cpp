@@ -285,6 +285,12 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
     // nor waited for.
     return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_WAITS_FOR_HOST);
   }
+  if (declined == KREPLAY_DECLINE_REASON_NONE && !slot.device->capture_active()) {
+    // Before the range's snapshot and first pass, with the device held: the counters' one-time
+    // start-up cost (Hooks::warm_start) is paid here rather than by the range's passes.
+    std::unique_lock window(slot.window_mu);
+    hooks_.warm_start(first, /*range=*/true);
+  }
   if (declined != KREPLAY_DECLINE_REASON_NONE) {
     // Runs once as a range of its own, uncounted: its outcome says why it was not replayed.
     if (declined != KREPLAY_DECLINE_REASON_PEER_MEMORY) {  // said by warn_peer_memory()

@@ -376,6 +376,21 @@ device::CounterSet* SdkHooks::armed_set(replay::DispatchState& st) {
   return d != nullptr && !d->sets.empty() ? d->sets[0] : nullptr;
 }
 
+void SdkHooks::warm_start(replay::DispatchState& st, bool range) {
+  if (st.launch == nullptr) return;
+  bool counting = false;
+  for (const auto& cptr : rt_.registry().contexts()) {
+    if (cptr->counting.configured() && cptr->active.load(std::memory_order_acquire)) {
+      counting = true;
+      break;
+    }
+  }
+  if (!counting) return;
+  const AgentEntry* agent = rt_.agent(st.info.agent_id.handle);
+  device::CounterBackend* backend = agent && agent->device ? agent->device->counters() : nullptr;
+  if (backend != nullptr) backend->warm_start(*st.launch, range);
+}
+
 bool SdkHooks::range_configured() {
   Context* c = rt_.registry().range_context();
   return c != nullptr && c->active.load(std::memory_order_acquire);

@@ -83,6 +83,15 @@ Result<MemoryOps*> CudaDevice::ops() {
   return ops_.get();
 }
 
+Status CudaDevice::tiny_launch(CUcontext ctx) {
+  ASSIGN_OR_RETURN(MemoryOps * o, ops());
+  if (o->context() != ctx) {
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
+                 "kreplay's kernels are loaded in another context of the device");
+  }
+  return o->tiny_launch();
+}
+
 void CudaDevice::note_stream(CUstream s) {
   {
     std::shared_lock lock(streams_mu_);

@@ -73,6 +73,10 @@ class CudaDevice final : public device::Device {
   void capture_ended(CUstream s);
 
   void set_counters(device::CounterBackend* c) { counters_ = c; }
+  /// One launch of a tiny kernel of kreplay's own (MemoryOps::tiny_launch), completed on return,
+  /// for the counters' warm start. NOT_AVAILABLE when kreplay's kernels live in another context
+  /// of the device than @p ctx.
+  Status tiny_launch(CUcontext ctx);
   void set_chip(const std::string& chip) { desc_.chip = chip; }
 
   /// Streams that have carried work on this device (for drain).

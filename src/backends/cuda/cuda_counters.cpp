@@ -52,6 +52,10 @@ constexpr size_t kApiLaunchesPerPass = 256;
 
 }  // namespace
 
+bool range_profiler_counter_api() {
+  return !profiler_api();
+}
+
 CudaCounterBackend::CudaCounterBackend(CUdevice dev, int ordinal, std::string chip_guess)
     : dev_(dev), ordinal_(ordinal), chip_(std::move(chip_guess)) {}
 
@@ -101,7 +105,12 @@ Result<std::shared_ptr<device::CounterSet>> CudaCounterBackend::create(
   RETURN_IF_ERROR((*host)->validate(names));
   auto passes = (*host)->pass_count(names);
   if (!passes.ok()) return passes.status();
-  return std::shared_ptr<device::CounterSet>(std::make_shared<CudaCounterSet>(names, *passes));
+  auto set = std::make_shared<CudaCounterSet>(names, *passes);
+  {
+    std::lock_guard lock(mu_);
+    last_set_ = set;  // the one a warm start collects (cuda_warm_start.cpp)
+  }
+  return std::shared_ptr<device::CounterSet>(std::move(set));
 }
 
 Result<cupti::RangeProfiler*> CudaCounterBackend::profiler_for_current_context() {

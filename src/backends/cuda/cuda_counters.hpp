@@ -22,14 +22,25 @@
 // per dispatch). Range replay under any `profiler*` value uses a session per collection. A
 // per-pass service (services/) makes the counters give a session up as it does the range
 // profiler (yield_profiler), but that path has not run with sessions either.
+//
+// Warm start (KREPLAY_WARM_START, default 1; cuda_warm_start.cpp): the first Start after the range
+// profiler is enabled on a context costs far more than the later ones (186.8 ms against 16 ms on
+// the H200, bench/cuda/profiler_api_cost.cu). Before the first replay window of a context that a
+// tool counts on (before its snapshot, Hooks::warm_start), one whole throw-away collection of the
+// counter config runs on a tiny kernel of kreplay's own (MemoryOps::tiny_launch): every pass with
+// one launch, then decode and values, as profiler_api_cost's case range_warm_full. Once per
+// (context, config); a failure is logged at debug level and the first dispatch pays as before.
 #pragma once
 
 #include <cuda.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device/device.hpp"
@@ -41,10 +52,26 @@ class ProfilerApiSession;
 
 namespace kreplay::cuda {
 
+class CudaDevice;
 class CudaLaunch;
 
 /// The chip name CUPTI uses for device @p ordinal ("GH100" for H100 and H200); "" if unknown.
 std::string chip_name(int ordinal);
+
+/// KREPLAY_COUNTER_API selects the range profiler (unset or `range`, the default).
+bool range_profiler_counter_api();
+
+/// What the warm starts of one device cost (KREPLAY_PRINT_COSTS prints it).
+struct WarmStartCost {
+  uint64_t runs = 0;       ///< warm-up collections that completed
+  uint64_t failed = 0;     ///< warm-ups that failed (that context's first dispatch paid)
+  uint64_t failed_ns = 0;  ///< what the failed ones took
+  uint64_t total_ns = 0;   ///< whole warm-ups: tiny launches, every pass, decode, values
+  uint64_t max_ns = 0;
+  uint64_t first_start_ns = 0;  ///< their first cuptiRangeProfilerStart, summed
+  uint64_t passes = 0;          ///< passes they ran, summed
+  uint64_t nan_values = 0;      ///< NaN among their own (discarded) values
+};
 
 class CudaCounterSet final : public device::CounterSet {
  public:
@@ -72,6 +99,15 @@ class CudaCounterBackend final : public device::CounterBackend {
   Result<std::vector<std::vector<device::CounterValue>>> end_pass(device::Launch& launch) override;
   Status begin_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_range_pass(size_t launches) override;
+  /// KREPLAY_WARM_START (cuda_warm_start.cpp): on the calling thread's context, once per
+  /// (context, config), a whole throw-away collection of the last counter config created, in the
+  /// range mode and image size @p launch's first pass will use; only while no profiler object
+  /// exists on the context yet (its first Start not yet paid).
+  void warm_start(device::Launch& launch, bool range) override;
+  /// The device whose drain and tiny kernel (CudaDevice::tiny_launch) the warm start uses; set by
+  /// the interceptor. Without it there is no warm start.
+  void set_device(CudaDevice* device) { device_ = device; }
+  WarmStartCost warm_start_cost();
 
   /// Ranges per pass the counter-data image is sized for (the engine's launch limit).
   void set_max_range_launches(size_t n) { max_range_launches_ = n; }
@@ -121,6 +157,11 @@ class CudaCounterBackend final : public device::CounterBackend {
   Status unavailable_;  // set once when the device cannot be profiled
   bool checked_ = false;
   size_t max_range_launches_ = 64;
+  // Warm start (cuda_warm_start.cpp), under mu_.
+  CudaDevice* device_ = nullptr;
+  std::weak_ptr<CudaCounterSet> last_set_;  // the config created last
+  std::set<std::pair<CUcontext, std::vector<std::string>>> warm_tried_;
+  WarmStartCost warm_cost_;
   bool range_started_ = false;
   bool range_user_ = false;  // the open range pass is one user range around a graph launch
 };

@@ -120,6 +120,7 @@ void init_devices() {
       state().counter_backends.push_back(
           std::make_unique<CudaCounterBackend>(dev, i, d->desc().chip));
       d->set_counters(state().counter_backends.back().get());
+      state().counter_backends.back()->set_device(d.get());  // its warm start's tiny kernel
       d->agent = sdk::Runtime::get().add_device(d.get());
       state().devices.push_back(std::move(d));
     }
@@ -630,6 +631,20 @@ void print_costs() {
                state().subscribe_ms, state().callbacks_ms, state().devices_ms,
                static_cast<unsigned long long>(state().modules_loaded), state().modules_ms);
   for (auto& b : state().counter_backends) {
+   // KREPLAY_WARM_START: the throw-away collections run before the first window of a context.
+   if (const WarmStartCost w = b->warm_start_cost(); w.runs + w.failed > 0) {
+     std::fprintf(stderr,
+                  "==KREPLAY== cost %-22s calls=%-6llu total_ms=%-10.3f mean_ms=%-8.3f max_ms=%.3f\n"
+                  "==KREPLAY== cost warm_start first_start_ms=%.3f passes=%llu failed=%llu "
+                  "failed_ms=%.3f nan_values=%llu\n",
+                  "warm_start", static_cast<unsigned long long>(w.runs),
+                  static_cast<double>(w.total_ns) / 1e6,
+                  w.runs ? static_cast<double>(w.total_ns) / 1e6 / static_cast<double>(w.runs) : 0.0,
+                  static_cast<double>(w.max_ns) / 1e6, static_cast<double>(w.first_start_ns) / 1e6,
+                  static_cast<unsigned long long>(w.passes),
+                  static_cast<unsigned long long>(w.failed), static_cast<double>(w.failed_ns) / 1e6,
+                  static_cast<unsigned long long>(w.nan_values));
+   }
    for (cupti::RangeProfiler* rp : b->existing_profilers()) {
     const auto& c = rp->costs();
     auto row = [](const char* name, const cupti::CallCost& cc) {

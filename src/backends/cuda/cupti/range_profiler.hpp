@@ -186,6 +186,19 @@ class RangeProfiler {
 
   const RangeProfilerCosts& costs() const { return costs_; }
   void reset_costs() { costs_ = {}; }
+  /// Put the per-collection call costs (counter_data_init, set_config, start, stop, push_range,
+  /// pop_range, decode, evaluate) back to @p before, keeping the set-up ones: a throw-away
+  /// collection since then (the counters' warm start) is reported apart from the dispatches'.
+  void restore_collection_costs(const RangeProfilerCosts& before) {
+    costs_.counter_data_init = before.counter_data_init;
+    costs_.set_config = before.set_config;
+    costs_.start = before.start;
+    costs_.stop = before.stop;
+    costs_.push_range = before.push_range;
+    costs_.pop_range = before.pop_range;
+    costs_.decode = before.decode;
+    costs_.evaluate = before.evaluate;
+  }
 
  private:
   RangeProfiler(CUcontext ctx, CUdevice device, std::string chip,

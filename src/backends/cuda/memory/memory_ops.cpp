@@ -103,7 +103,8 @@ MemoryOps::~MemoryOps() {
   if (!scope.status().ok()) return;  // the context is gone, and everything in it
   const auto& cu = drv::api();
   if (stream_ != nullptr) cu.cuStreamSynchronize(stream_);
-  for (DeviceBuffer* b : {&d_regions_, &d_digests_, &d_bits_, &d_chunks_, &d_count_, &d_signal_}) {
+  for (DeviceBuffer* b :
+       {&d_regions_, &d_digests_, &d_bits_, &d_chunks_, &d_count_, &d_signal_, &d_tiny_}) {
     if (b->ptr != 0) cu.cuMemFree(b->ptr);
   }
   for (HostBuffer* b : {&h_stage_, &h_digests_, &h_bits_, &h_count_, &h_flag_}) {
@@ -742,6 +743,18 @@ Status MemoryOps::fill_random(CUdeviceptr dst, uint64_t bytes, uint64_t seed) {
   RETURN_IF_ERROR(ensure_loaded_locked());
   memory_layout::FillParams p{dst, bytes, seed};
   RETURN_IF_ERROR(launch_locked(fill_, grid_blocks_locked(fill_, (bytes + 4095) / 4096), &p));
+  return sync_locked();
+}
+
+Status MemoryOps::tiny_launch() {
+  InternalScope internal;
+  std::lock_guard lock(mu_);
+  CtxScope scope(ctx_);
+  RETURN_IF_ERROR(scope.status());
+  RETURN_IF_ERROR(ensure_loaded_locked());
+  RETURN_IF_ERROR(ensure_device(&d_tiny_, 4096));
+  memory_layout::FillParams p{d_tiny_.ptr, 4096, ++tiny_launches_};
+  RETURN_IF_ERROR(launch_locked(fill_, 1, &p));
   return sync_locked();
 }
 

@@ -149,6 +149,11 @@ class MemoryOps {
 
   /// Fill [dst, dst + bytes) with pseudo-random bytes, a function of @p seed and the offset only.
   Status fill_random(CUdeviceptr dst, uint64_t bytes, uint64_t seed);
+  /// One launch of a trivial kernel of kreplay's own in the MemoryOps' context: fill_random over
+  /// a 4 KiB scratch buffer (allocated on first use, freed with the MemoryOps, never the
+  /// application's memory) on kreplay's stream, one block; returns once it completed. The
+  /// counters' warm-up collection (cuda_warm_start.cpp) profiles it.
+  Status tiny_launch();
   /// Number of byte positions at which [a, a + bytes) and [b, b + bytes) differ.
   Result<uint64_t> count_differences(CUdeviceptr a, CUdeviceptr b, uint64_t bytes);
 
@@ -210,6 +215,8 @@ class MemoryOps {
   CUevent kernel_start_ = nullptr, kernel_end_ = nullptr;
   Kernel snapshot_[2], find_changed_[2], digest_[2], restore_[2], fill_, diff_, flush_;  // [0]: u4
   DeviceBuffer d_flush_;  // the flush's scratch (zeroed; read only)
+  DeviceBuffer d_tiny_;   // tiny_launch's scratch (4 KiB)
+  uint64_t tiny_launches_ = 0;
 
   // Device buffers, grown on demand and kept.
   DeviceBuffer d_regions_, d_digests_, d_bits_, d_chunks_, d_count_, d_signal_;
