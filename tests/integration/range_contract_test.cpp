@@ -56,6 +56,9 @@ struct State {
   kreplay_counter_config_id_t config{};
   kreplay_context_id_t range_ctx{}, trace_ctx{}, count_ctx{};
   kreplay_status_t second = KREPLAY_STATUS_SUCCESS;
+  // kreplay_configure_range_replay_options(synchronize = ...) during initialize.
+  kreplay_status_t bad_sync = KREPLAY_STATUS_SUCCESS;
+  bool span_after_close = true, span_after_span = false, span_after_default = false;
 
   void reset() {
     std::lock_guard lock(mu);
@@ -145,6 +148,19 @@ int tool_init(kreplay_client_finalize_t, void*) {
   kreplay_create_context(&second);
   s.second = kreplay_configure_callback_tracing_service(
       second, KREPLAY_CALLBACK_TRACING_RANGE_REPLAY, nullptr, 0, on_range, nullptr);
+  kreplay_range_replay_options_t ro{};
+  ro.size = sizeof(ro);
+  ro.synchronize = static_cast<kreplay_range_sync_t>(7);
+  s.bad_sync = kreplay_configure_range_replay_options(&ro);
+  ro.synchronize = KREPLAY_RANGE_SYNC_CLOSE;
+  EXPECT_EQ(kreplay_configure_range_replay_options(&ro), KREPLAY_STATUS_SUCCESS);
+  s.span_after_close = sdk::Runtime::get().engine().range_options().span_syncs;
+  ro.synchronize = KREPLAY_RANGE_SYNC_DEFAULT;  // leaves the setting as it is
+  EXPECT_EQ(kreplay_configure_range_replay_options(&ro), KREPLAY_STATUS_SUCCESS);
+  s.span_after_default = sdk::Runtime::get().engine().range_options().span_syncs;
+  ro.synchronize = KREPLAY_RANGE_SYNC_SPAN;
+  EXPECT_EQ(kreplay_configure_range_replay_options(&ro), KREPLAY_STATUS_SUCCESS);
+  s.span_after_span = sdk::Runtime::get().engine().range_options().span_syncs;
   kreplay_create_context(&s.trace_ctx);
   kreplay_configure_callback_tracing_service(s.trace_ctx, KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH,
                                              nullptr, 0, on_trace, nullptr);
@@ -291,6 +307,14 @@ class Range : public ::testing::Test {
   replay::RangeOptions saved_, options_;  // as the test started; what it starts from
   std::vector<float*> bufs_;
 };
+
+TEST_F(Range, TheSynchronizeOptionIsCheckedAndApplied) {
+  fx();
+  EXPECT_EQ(S().bad_sync, KREPLAY_STATUS_ERROR_INVALID_ARGUMENT);
+  EXPECT_FALSE(S().span_after_close);
+  EXPECT_FALSE(S().span_after_default);  // DEFAULT kept CLOSE
+  EXPECT_TRUE(S().span_after_span);
+}
 
 TEST_F(Range, SecondSubscriberIsRefused) {
   fx();
