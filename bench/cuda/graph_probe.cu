@@ -6,9 +6,13 @@
 //   - a multi-pass set over repeated launches of the same executable graph: complete, no NaN?
 //   - graphs with memset/memcpy nodes, child graphs, memory alloc/free nodes, conditional IF and
 //     WHILE nodes: does profiling them work at all?
+//   - no graph (`streamops`): kernels with a cudaMemsetAsync and a device-to-device
+//     cudaMemcpyAsync between them on one stream: does auto range make a range of the memset and
+//     the copy, or only of the kernels (what recording memsets and copies into a range replay
+//     would rely on)?
 //
 //   graph_probe <graph> <mode>
-//     graph: chain fork mixed child memnodes cond_if cond_while
+//     graph: chain fork mixed child memnodes cond_if cond_while streamops
 //     mode:  auto user auto10 none   (none: launch without the profiler, prints the result only)
 // Prints `graph_probe graph=G mode=M ranges=N values=[...] result=... status=...` lines; a probe,
 // not a test: it asserts nothing, it reports what CUPTI did.
@@ -82,7 +86,17 @@ struct Built {
   std::string expect;  // what out[] should hold after one launch
 };
 
+// streamops: mark(7 blocks), memset, mark(11), D2D copy, mark(13) on @p s.
+void stream_ops(unsigned* out, unsigned* buf, cudaStream_t s) {
+  mark<<<7, 32, 0, s>>>(out, 0);
+  CK(cudaMemsetAsync(buf, 0, 256 * sizeof(unsigned), s));
+  mark<<<11, 32, 0, s>>>(out, 1);
+  CK(cudaMemcpyAsync(buf + 128, buf, 128 * sizeof(unsigned), cudaMemcpyDeviceToDevice, s));
+  mark<<<13, 32, 0, s>>>(out, 2);
+}
+
 Built build(const std::string& kind, unsigned* out, unsigned* buf, unsigned* flag) {
+  if (kind == "streamops") return Built{nullptr, "7 11 13"};
   cudaGraph_t g;
   CK(cudaGraphCreate(&g, 0));
   std::string expect;
@@ -234,8 +248,8 @@ void reset(unsigned* out, unsigned* flag) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::printf("usage: graph_probe <chain|fork|mixed|child|memnodes|cond_if|cond_while> "
-                "<auto|user|auto10|none>\n");
+    std::printf("usage: graph_probe <chain|fork|mixed|child|memnodes|cond_if|cond_while|"
+                "streamops> <auto|user|auto10|none>\n");
     return 2;
   }
   const std::string kind = argv[1], mode = argv[2];
@@ -250,8 +264,15 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
 
+  auto launch = [&] {
+    if (b.exec != nullptr) {
+      CK(cudaGraphLaunch(b.exec, s));
+    } else {
+      stream_ops(out, buf, s);
+    }
+  };
   if (mode == "none") {
-    CK(cudaGraphLaunch(b.exec, s));
+    launch();
     CK(cudaStreamSynchronize(s));
     std::printf("graph_probe graph=%s mode=none result=[%s] expect=%s\n", kind.c_str(),
                 result_of(out).c_str(), b.expect.c_str());
@@ -287,7 +308,7 @@ int main(int argc, char** argv) {
     if (range_mode == kreplay::cupti::RangeMode::kUser) {
       if (auto st = (*rp)->push_range("graph"); !st.ok()) report("push", st);
     }
-    CK(cudaGraphLaunch(b.exec, s));
+    launch();
     CK(cudaStreamSynchronize(s));
     if (range_mode == kreplay::cupti::RangeMode::kUser) {
       if (auto st = (*rp)->pop_range(); !st.ok()) report("pop", st);
