@@ -160,6 +160,7 @@ typedef enum kreplay_range_sync_t {
    * holds no managed memory. Otherwise it closes. */
   KREPLAY_RANGE_SYNC_SPAN,
   KREPLAY_RANGE_SYNC_CLOSE,  ///< every synchronization closes the range
+  KREPLAY_RANGE_SYNC_LAST,
 } kreplay_range_sync_t;
 
 /** @brief Process-wide range settings (set during initialize). */

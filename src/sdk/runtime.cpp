@@ -328,19 +328,12 @@ Status Runtime::set_range_options(const kreplay_range_replay_options_t& o) {
   replay::RangeOptions r = engine_->range_options();
   if (o.max_launches != 0) r.max_launches = o.max_launches;
   if (o.size >= KREPLAY_STRUCT_SIZE(kreplay_range_replay_options_t, synchronize)) {
-    switch (o.synchronize) {
-      case KREPLAY_RANGE_SYNC_DEFAULT:
-        break;
-      case KREPLAY_RANGE_SYNC_SPAN:
-        r.span_syncs = true;
-        break;
-      case KREPLAY_RANGE_SYNC_CLOSE:
-        r.span_syncs = false;
-        break;
-      default:
-        return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
-                     "options->synchronize is not a kreplay_range_sync_t");
+    if (o.synchronize >= KREPLAY_RANGE_SYNC_LAST) {
+      return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                   "options->synchronize is not a kreplay_range_sync_t");
     }
+    if (o.synchronize != KREPLAY_RANGE_SYNC_DEFAULT)
+      r.span_syncs = o.synchronize == KREPLAY_RANGE_SYNC_SPAN;
   }
   if (o.marker != nullptr && !parse_marker(o.marker, &r)) {
     return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,

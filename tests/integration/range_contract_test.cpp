@@ -150,7 +150,7 @@ int tool_init(kreplay_client_finalize_t, void*) {
       second, KREPLAY_CALLBACK_TRACING_RANGE_REPLAY, nullptr, 0, on_range, nullptr);
   kreplay_range_replay_options_t ro{};
   ro.size = sizeof(ro);
-  ro.synchronize = static_cast<kreplay_range_sync_t>(7);
+  ro.synchronize = KREPLAY_RANGE_SYNC_LAST;
   s.bad_sync = kreplay_configure_range_replay_options(&ro);
   ro.synchronize = KREPLAY_RANGE_SYNC_CLOSE;
   EXPECT_EQ(kreplay_configure_range_replay_options(&ro), KREPLAY_STATUS_SUCCESS);
