@@ -18,17 +18,6 @@
 namespace kreplay::cupti {
 namespace {
 
-/// The ProfilerHost of each device with that device's counter availability (as RangeProfiler's,
-/// kept apart: a session may be created while a RangeProfiler of the device is gone).
-std::shared_ptr<ProfilerHost> find_host(CUdevice device, std::unique_ptr<ProfilerHost> add = {}) {
-  static std::mutex* mu = new std::mutex;
-  static auto* hosts = new std::map<CUdevice, std::shared_ptr<ProfilerHost>>;
-  std::lock_guard lock(*mu);
-  if (add) return hosts->emplace(device, std::move(add)).first->second;
-  auto it = hosts->find(device);
-  return it == hosts->end() ? nullptr : it->second;
-}
-
 #define KR_PAPI_CALL(cost, call)                                                     \
   do {                                                                               \
     CUptiResult kr_r_;                                                               \
@@ -50,33 +39,11 @@ ProfilerApiSession::ProfilerApiSession(CUcontext ctx, CUdevice device, std::stri
     : ctx_(ctx), device_(device), chip_(std::move(chip)), host_(std::move(host)) {}
 
 Result<std::unique_ptr<ProfilerApiSession>> ProfilerApiSession::create(CUcontext ctx) {
-  if (ctx == nullptr) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "no CUDA context");
-  RETURN_IF_ERROR(driver::init());
-  RETURN_IF_ERROR(profiler_initialize());
-  ASSIGN_OR_RETURN(CUdevice device, driver::context_device(ctx));
-  auto chip_params = KR_CUPTI_PARAMS(CUpti_Device_GetChipName_Params);
-  chip_params.deviceIndex = static_cast<size_t>(device);
-  KR_CUPTI_RETURN_IF_ERROR(cuptiDeviceGetChipName(&chip_params));
-  std::string chip = chip_params.pChipName ? chip_params.pChipName : "";
-
   ProfilerApiCosts costs;
-  std::shared_ptr<ProfilerHost> host = find_host(device);
-  if (host == nullptr) {
-    std::vector<uint8_t> image;
-    {
-      TimedCall timed(costs.counter_availability);
-      auto params = KR_CUPTI_PARAMS(CUpti_Profiler_GetCounterAvailability_Params);
-      params.ctx = ctx;
-      KR_CUPTI_RETURN_IF_ERROR(cuptiProfilerGetCounterAvailability(&params));
-      image.resize(params.counterAvailabilityImageSize);
-      params.pCounterAvailabilityImage = image.data();
-      KR_CUPTI_RETURN_IF_ERROR(cuptiProfilerGetCounterAvailability(&params));
-      image.resize(params.counterAvailabilityImageSize);
-    }
-    ASSIGN_OR_RETURN(std::unique_ptr<ProfilerHost> created, ProfilerHost::create(chip, image));
-    host = find_host(device, std::move(created));
-  }
-  std::unique_ptr<ProfilerApiSession> s(new ProfilerApiSession(ctx, device, chip, std::move(host)));
+  // The device's ProfilerHost is the one RangeProfiler uses (made once per device).
+  ASSIGN_OR_RETURN(ContextDevice cd, context_device_host(ctx, costs.counter_availability));
+  std::unique_ptr<ProfilerApiSession> s(
+      new ProfilerApiSession(ctx, cd.device, std::move(cd.chip), std::move(cd.host)));
   s->costs_ = costs;
   return s;
 }

@@ -118,35 +118,41 @@ RangeProfiler::RangeProfiler(CUcontext ctx, CUdevice device, std::string chip,
                              std::shared_ptr<ProfilerHost> host)
     : ctx_(ctx), device_(device), chip_(std::move(chip)), host_(std::move(host)) {}
 
-Result<std::unique_ptr<RangeProfiler>> RangeProfiler::create(CUcontext ctx) {
+Result<ContextDevice> context_device_host(CUcontext ctx, CallCost& availability_cost) {
   if (ctx == nullptr) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "no CUDA context");
   RETURN_IF_ERROR(driver::init());
   RETURN_IF_ERROR(profiler_initialize());
-  ASSIGN_OR_RETURN(CUdevice device, driver::context_device(ctx));
+  ContextDevice out;
+  ASSIGN_OR_RETURN(out.device, driver::context_device(ctx));
 
   // cuptiDeviceGetChipName takes the device ordinal; a CUdevice is that ordinal.
   auto chip_params = KR_CUPTI_PARAMS(CUpti_Device_GetChipName_Params);
-  chip_params.deviceIndex = static_cast<size_t>(device);
+  chip_params.deviceIndex = static_cast<size_t>(out.device);
   KR_CUPTI_RETURN_IF_ERROR(cuptiDeviceGetChipName(&chip_params));
-  std::string chip = chip_params.pChipName ? chip_params.pChipName : "";
+  out.chip = chip_params.pChipName ? chip_params.pChipName : "";
 
-  RangeProfilerCosts costs;
-  std::shared_ptr<ProfilerHost> host = DeviceHosts::instance().find(device);
-  if (host == nullptr) {
+  out.host = DeviceHosts::instance().find(out.device);
+  if (out.host == nullptr) {
     // Read before Enable: the call fails while a profiling session is active on the device.
     Result<std::vector<uint8_t>> availability = [&] {
-      TimedCall timed(costs.counter_availability);
+      TimedCall timed(availability_cost);
       return read_counter_availability(ctx);
     }();
     if (!availability.ok()) return availability.status();
     ASSIGN_OR_RETURN(std::unique_ptr<ProfilerHost> created,
-                     ProfilerHost::create(chip, *availability));
+                     ProfilerHost::create(out.chip, *availability));
     KR_DEBUG("CUPTI host for device {} ({}): counter availability {} bytes, init {:.2f} ms",
-             static_cast<int>(device), chip, availability->size(), created->init_ms());
-    host = DeviceHosts::instance().add(device, std::move(created));
+             static_cast<int>(out.device), out.chip, availability->size(), created->init_ms());
+    out.host = DeviceHosts::instance().add(out.device, std::move(created));
   }
+  return out;
+}
 
-  std::unique_ptr<RangeProfiler> profiler(new RangeProfiler(ctx, device, chip, std::move(host)));
+Result<std::unique_ptr<RangeProfiler>> RangeProfiler::create(CUcontext ctx) {
+  RangeProfilerCosts costs;
+  ASSIGN_OR_RETURN(ContextDevice cd, context_device_host(ctx, costs.counter_availability));
+  std::unique_ptr<RangeProfiler> profiler(
+      new RangeProfiler(ctx, cd.device, std::move(cd.chip), std::move(cd.host)));
   profiler->costs_ = costs;
   RETURN_IF_ERROR(profiler->enable());
   return profiler;

@@ -103,6 +103,16 @@ class TimedCall {
   std::chrono::steady_clock::time_point t0_;
 };
 
+/// What a profiler object of a context needs from its device: the device, its chip name and the
+/// device's ProfilerHost, made once per device from the counter availability read through @p ctx
+/// (@p availability_cost times that read). Shared by RangeProfiler and ProfilerApiSession.
+struct ContextDevice {
+  CUdevice device = 0;
+  std::string chip;
+  std::shared_ptr<ProfilerHost> host;
+};
+Result<ContextDevice> context_device_host(CUcontext ctx, CallCost& availability_cost);
+
 /// Per-part cost breakdown of a RangeProfiler.
 struct RangeProfilerCosts {
   CallCost enable;                ///< cuptiRangeProfilerEnable (also after a metric-set switch)
