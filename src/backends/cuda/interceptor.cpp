@@ -623,6 +623,20 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
   }
 }
 
+// One `cost` row of print_costs: @p name padded to 22 columns, then the call count and times.
+void print_cost_row(const std::string& name, uint64_t calls, double total_ms, double mean_ms,
+                    double max_ms) {
+  std::fprintf(stderr,
+               "==KREPLAY== cost %-22s calls=%-6llu total_ms=%-10.3f mean_ms=%-8.3f max_ms=%.3f\n",
+               name.c_str(), static_cast<unsigned long long>(calls), total_ms, mean_ms, max_ms);
+}
+
+void print_cost_row(const std::string& name, const cupti::CallCost& cc) {
+  if (cc.calls > 0)
+    print_cost_row(name, cc.calls, cc.total_ms(), cc.mean_ms(),
+                   static_cast<double>(cc.max_ns) / 1e6);
+}
+
 // KREPLAY_PRINT_COSTS=1: at exit, where profiling time went (CUPTI calls and restores).
 void print_costs() {
   std::fprintf(stderr,
@@ -633,26 +647,21 @@ void print_costs() {
   for (auto& b : state().counter_backends) {
    // KREPLAY_WARM_START: the throw-away collections run before the first window of a context.
    if (const WarmStartCost w = b->warm_start_cost(); w.runs + w.failed > 0) {
+     const double total_ms = static_cast<double>(w.total_ns) / 1e6;
+     print_cost_row("warm_start", w.runs, total_ms,
+                    w.runs ? total_ms / static_cast<double>(w.runs) : 0.0,
+                    static_cast<double>(w.max_ns) / 1e6);
      std::fprintf(stderr,
-                  "==KREPLAY== cost %-22s calls=%-6llu total_ms=%-10.3f mean_ms=%-8.3f max_ms=%.3f\n"
                   "==KREPLAY== cost warm_start first_start_ms=%.3f passes=%llu failed=%llu "
                   "failed_ms=%.3f nan_values=%llu\n",
-                  "warm_start", static_cast<unsigned long long>(w.runs),
-                  static_cast<double>(w.total_ns) / 1e6,
-                  w.runs ? static_cast<double>(w.total_ns) / 1e6 / static_cast<double>(w.runs) : 0.0,
-                  static_cast<double>(w.max_ns) / 1e6, static_cast<double>(w.first_start_ns) / 1e6,
+                  static_cast<double>(w.first_start_ns) / 1e6,
                   static_cast<unsigned long long>(w.passes),
                   static_cast<unsigned long long>(w.failed), static_cast<double>(w.failed_ns) / 1e6,
                   static_cast<unsigned long long>(w.nan_values));
    }
    for (cupti::RangeProfiler* rp : b->existing_profilers()) {
     const auto& c = rp->costs();
-    auto row = [](const char* name, const cupti::CallCost& cc) {
-      if (cc.calls == 0) return;
-      std::fprintf(stderr, "==KREPLAY== cost %-22s calls=%-6llu total_ms=%-10.3f mean_ms=%-8.3f max_ms=%.3f\n",
-                   name, static_cast<unsigned long long>(cc.calls), cc.total_ms(), cc.mean_ms(),
-                   static_cast<double>(cc.max_ns) / 1e6);
-    };
+    auto row = [](const char* name, const cupti::CallCost& cc) { print_cost_row(name, cc); };
     row("enable", c.enable);
     row("counter_availability", c.counter_availability);
     row("host_config", c.host_config);
@@ -671,10 +680,7 @@ void print_costs() {
    for (cupti::ProfilerApiSession* s : b->existing_sessions()) {
     const auto& c = s->costs();
     auto row = [](const char* name, const cupti::CallCost& cc) {
-      if (cc.calls == 0) return;
-      std::fprintf(stderr, "==KREPLAY== cost api_%-18s calls=%-6llu total_ms=%-10.3f mean_ms=%-8.3f max_ms=%.3f\n",
-                   name, static_cast<unsigned long long>(cc.calls), cc.total_ms(), cc.mean_ms(),
-                   static_cast<double>(cc.max_ns) / 1e6);
+      print_cost_row(std::string("api_") + name, cc);
     };
     row("counter_availability", c.counter_availability);
     row("host_config", c.host_config);
