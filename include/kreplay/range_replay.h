@@ -58,16 +58,18 @@ typedef enum kreplay_range_replay_operation_t {
 /** @brief Why a range closed. */
 typedef enum kreplay_range_close_reason_t {
   KREPLAY_RANGE_CLOSE_NONE = 0,
-  KREPLAY_RANGE_CLOSE_SYNCHRONIZE,    ///< a synchronization, event or stream query
-  KREPLAY_RANGE_CLOSE_MEMORY,         ///< a copy, memset, allocation or free
-  KREPLAY_RANGE_CLOSE_OTHER_STREAM,   ///< a launch on another stream
-  KREPLAY_RANGE_CLOSE_OTHER_THREAD,   ///< a call from another thread
-  KREPLAY_RANGE_CLOSE_MARKER,         ///< cudaProfilerStop / the end of the NVTX range
-  KREPLAY_RANGE_CLOSE_LAUNCH_LIMIT,   ///< the range holds the maximum number of launches
-  KREPLAY_RANGE_CLOSE_GRAPH,          ///< a graph launch or stream capture
-  KREPLAY_RANGE_CLOSE_MODULE,         ///< a module load or unload
-  KREPLAY_RANGE_CLOSE_EXIT,           ///< the process exits
-  KREPLAY_RANGE_CLOSE_OTHER,          ///< any other API call that may observe memory
+  KREPLAY_RANGE_CLOSE_SYNCHRONIZE,   ///< a synchronization, event or stream query
+  KREPLAY_RANGE_CLOSE_MEMORY,        ///< a copy, memset, allocation or free
+  KREPLAY_RANGE_CLOSE_OTHER_STREAM,  ///< a launch on another stream
+  KREPLAY_RANGE_CLOSE_OTHER_THREAD,  ///< a call from another thread
+  KREPLAY_RANGE_CLOSE_MARKER,        ///< cudaProfilerStop / the end of the NVTX range
+  KREPLAY_RANGE_CLOSE_LAUNCH_LIMIT,  ///< the range holds the maximum number of launches
+  KREPLAY_RANGE_CLOSE_GRAPH,         ///< a graph launch or stream capture
+  KREPLAY_RANGE_CLOSE_MODULE,        ///< a module load or unload
+  KREPLAY_RANGE_CLOSE_EXIT,          ///< the process exits
+  KREPLAY_RANGE_CLOSE_OTHER,         ///< any other API call that may observe memory
+  KREPLAY_RANGE_CLOSE_SIGNAL,        ///< the process is ending on a signal
+                                     ///< (kreplay_range_replay_close_open)
   KREPLAY_RANGE_CLOSE_LAST,
 } kreplay_range_close_reason_t;
 
@@ -186,6 +188,23 @@ typedef struct kreplay_range_replay_options_t {
  */
 KREPLAY_API kreplay_status_t kreplay_configure_range_replay_options(
     const kreplay_range_replay_options_t* options);
+
+/**
+ * @brief Close every open range now: its remaining passes run and its records are delivered, as
+ * when the process exits normally (close reason KREPLAY_RANGE_CLOSE_SIGNAL). For a tool that ends
+ * the process itself, typically from the handler of a fatal signal, so that the launches of an
+ * open range keep their values. It makes device calls, so it refuses (closes nothing) on a thread
+ * that is inside a device API call of the application (on CUDA: a driver call, which may hold
+ * the driver's locks) or inside kreplay's own replay (one of its callbacks).
+ * @param timeout_ms how long to wait for a range another thread is busy with
+ * @param open_launches may be NULL; receives the number of launches the open ranges held
+ * @retval KREPLAY_STATUS_SUCCESS every open range was closed, or none was open
+ * @retval KREPLAY_STATUS_ERROR_NOT_AVAILABLE the calling thread is inside a device API call or
+ * inside kreplay's replay; nothing was closed
+ * @retval KREPLAY_STATUS_ERROR a range stayed busy for @p timeout_ms and was left open
+ */
+KREPLAY_API kreplay_status_t kreplay_range_replay_close_open(uint64_t timeout_ms,
+                                                             uint64_t* open_launches);
 
 /** @brief Lower-case name of a close reason ("synchronize", "memory", ...); NULL if unknown. */
 KREPLAY_API const char* kreplay_get_range_close_reason_name(kreplay_range_close_reason_t reason);

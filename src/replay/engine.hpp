@@ -369,6 +369,20 @@ class Engine {
   void range_stream_wait(uint64_t agent, uint64_t stream, uint64_t event);
   /// True on a thread inside kreplay's range machinery (its calls neither join nor close ranges).
   static bool in_range_machinery();
+  /// The backend's interception marks the application's device API calls on this thread (enter,
+  /// exit; they nest): a thread inside one may hold the driver's locks, so close_open_ranges
+  /// refuses to make device calls from it (a signal handler that interrupted the call).
+  static void app_call_enter();
+  static void app_call_exit();
+  static bool in_app_call();
+  /// For a process about to end outside a normal exit (a fatal signal's handler): close every
+  /// open range now, as range_barrier would (its remaining passes run, its records are
+  /// delivered), waiting at most @p timeout_ms for a range another thread is busy with.
+  /// NOT_AVAILABLE (nothing closed) when this thread is inside the range machinery, a replay
+  /// window or an application device call; ERROR when a range stayed busy. @p open_launches
+  /// (may be null) receives the launches of the ranges that were open.
+  Status close_open_ranges(kreplay_range_close_reason_t why, uint64_t timeout_ms,
+                           uint64_t* open_launches = nullptr);
   /// A marker the application set: cudaProfilerStart/Stop or an NVTX range push/pop (@p name is
   /// the range's name, for a pop the name of the range it closes).
   enum class MarkerEvent { kProfilerStart, kProfilerStop, kNvtxPush, kNvtxPop };

@@ -16,6 +16,8 @@
 // Everything kreplay does inside the range machinery (tool callbacks included) runs with a
 // thread-local depth above 0; calls made from there neither join nor close a range.
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "common/logging.hpp"
 #include "common/util.hpp"
@@ -25,6 +27,7 @@ namespace kreplay::replay {
 namespace {
 
 thread_local int tl_range_depth = 0;
+thread_local int tl_app_call_depth = 0;
 
 struct RangeDepth {
   RangeDepth() { ++tl_range_depth; }
@@ -95,6 +98,56 @@ void Engine::range_marker(MarkerEvent event, std::string_view name) {
 }
 
 bool Engine::in_range_machinery() { return tl_range_depth > 0; }
+
+void Engine::app_call_enter() {
+  ++tl_app_call_depth;
+}
+void Engine::app_call_exit() {
+  if (tl_app_call_depth > 0) --tl_app_call_depth;
+}
+bool Engine::in_app_call() {
+  return tl_app_call_depth > 0;
+}
+
+Status Engine::close_open_ranges(kreplay_range_close_reason_t why, uint64_t timeout_ms,
+                                 uint64_t* open_launches) {
+  if (open_launches != nullptr) *open_launches = 0;
+  if (!hooks_.range_configured()) return Status::Ok();
+  std::vector<DeviceSlot*> slots = open_range_slots(0);
+  if (slots.empty()) return Status::Ok();
+  auto count = [&] {
+    uint64_t n = 0;
+    for (DeviceSlot* s : slots) {
+      std::unique_lock lock(s->range_mu, std::try_to_lock);
+      if (lock.owns_lock() && s->range) n += s->range->launches.size();
+    }
+    return n;
+  };
+  if (tl_range_depth > 0 || in_window() || tl_app_call_depth > 0) {
+    if (open_launches != nullptr) *open_launches = count();
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
+                 tl_app_call_depth > 0 ? "this thread is inside a device API call"
+                                       : "this thread is inside kreplay's replay");
+  }
+  const uint64_t deadline = now_ns() + timeout_ms * 1000000ull;
+  Status result = Status::Ok();
+  for (DeviceSlot* s : slots) {
+    std::unique_lock lock(s->range_mu, std::defer_lock);
+    while (!lock.try_lock()) {
+      if (now_ns() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (!lock.owns_lock()) {
+      result = Error(KREPLAY_STATUS_ERROR,
+                     "a range stayed busy for " + std::to_string(timeout_ms) + " ms");
+      continue;
+    }
+    if (!s->range) continue;
+    if (open_launches != nullptr) *open_launches += s->range->launches.size();
+    close_range(*s, why);
+  }
+  return result;
+}
 
 void Engine::range_barrier(uint64_t agent, kreplay_range_close_reason_t why, const char* call) {
   if (tl_range_depth > 0 || !hooks_.range_configured()) return;

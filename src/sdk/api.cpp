@@ -192,6 +192,8 @@ const char* kreplay_get_range_close_reason_name(kreplay_range_close_reason_t rea
     case KREPLAY_RANGE_CLOSE_MODULE: return "module";
     case KREPLAY_RANGE_CLOSE_EXIT: return "exit";
     case KREPLAY_RANGE_CLOSE_OTHER: return "other";
+    case KREPLAY_RANGE_CLOSE_SIGNAL:
+      return "signal";
     default: return nullptr;
   }
 }
@@ -290,6 +292,13 @@ kreplay_status_t kreplay_configure_range_replay_options(
   return firewall([&] {
     if (options == nullptr) return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "options is NULL");
     return report(Runtime::get().set_range_options(*options));
+  });
+}
+
+kreplay_status_t kreplay_range_replay_close_open(uint64_t timeout_ms, uint64_t* open_launches) {
+  return firewall([&] {
+    return report(Runtime::get().engine().close_open_ranges(KREPLAY_RANGE_CLOSE_SIGNAL, timeout_ms,
+                                                            open_launches));
   });
 }
 

@@ -86,6 +86,7 @@ class Profiler final : public ServiceHost {
   bool tracing = false;  // the dispatch trace runs: it times single runs and writes pass records
 
   int initialize();
+  void close_ranges_on_signal();
   void finalize(bool from_signal);
 
   // callbacks

@@ -461,6 +461,20 @@ void Profiler::progress_loop() {
   }
 }
 
+// A range still open when the process ends on a signal holds launches that ran once and have
+// only their first pass's values: close it (its passes run, its records arrive) before the
+// outputs are closed, unless this thread cannot make device calls (the signal interrupted a CUDA
+// call or kreplay's own replay), which is said once. At a normal exit the SDK closes ranges.
+void Profiler::close_ranges_on_signal() {
+  if (finished_) return;
+  uint64_t launches = 0;
+  kreplay_status_t s = kreplay_range_replay_close_open(2000, &launches);
+  if (s != KREPLAY_STATUS_SUCCESS && launches > 0) {
+    KR_WARN("the open range's {} launches were not replayed ({}): they keep no counter values",
+            launches, kreplay_get_last_error_message());
+  }
+}
+
 void Profiler::finalize(bool from_signal) {
   {
     std::lock_guard lock(progress_mu_);
@@ -468,6 +482,7 @@ void Profiler::finalize(bool from_signal) {
   }
   progress_cv_.notify_all();
   if (!from_signal && progress_.joinable()) progress_.join();
+  if (from_signal) close_ranges_on_signal();
 
   std::unique_lock lock(mu_, std::defer_lock);
   if (from_signal) {

@@ -993,5 +993,44 @@ TEST_F(Range, ALaunchOnAStreamNotOrderedAfterTheRangeClosesIt) {
   EXPECT_TRUE(hr::stream_destroy(b).ok());
 }
 
+// A process ending on a signal (the kreplay tool's handler): kreplay_range_replay_close_open
+// closes the open range, every pass run, from a thread outside any device call; from inside an
+// application device call or a tool callback it refuses and closes nothing.
+TEST_F(Range, AnOpenRangeIsClosedOnRequestBeforeTheProcessEnds) {
+  span_syncs(true);
+  float* x = buffer(1000, 0.5f);
+  update(x, 1000);
+  update(x, 1000);
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  EXPECT_TRUE(S().exits().empty());
+  uint64_t launches = 99;
+  replay::Engine::app_call_enter();  // as the CUDA interception marks a driver call
+  EXPECT_EQ(kreplay_range_replay_close_open(50, &launches), KREPLAY_STATUS_ERROR_NOT_AVAILABLE);
+  replay::Engine::app_call_exit();
+  EXPECT_EQ(launches, 2u);
+  EXPECT_TRUE(S().exits().empty()) << "closed from inside a device call";
+  EXPECT_EQ(kreplay_range_replay_close_open(50, &launches), KREPLAY_STATUS_SUCCESS);
+  EXPECT_EQ(launches, 2u);
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_SIGNAL);
+  EXPECT_EQ(exits[0].outcome.launches, 2u);
+  EXPECT_EQ(exits[0].outcome.passes_executed, 3u);
+  EXPECT_STREQ(kreplay_get_range_close_reason_name(KREPLAY_RANGE_CLOSE_SIGNAL), "signal");
+  EXPECT_EQ(read(x), expect(0.5f + 0.007f, 2));  // one execution, as without kreplay
+  EXPECT_EQ(kreplay_range_replay_close_open(50, &launches), KREPLAY_STATUS_SUCCESS);
+  EXPECT_EQ(launches, 0u) << "no range was open";
+
+  // From a tool callback (inside the range machinery): refused.
+  kreplay_status_t inside = KREPLAY_STATUS_SUCCESS;
+  S().on_pass_enter = [&](const kreplay_callback_tracing_range_replay_data_t&) {
+    if (inside == KREPLAY_STATUS_SUCCESS) inside = kreplay_range_replay_close_open(50, nullptr);
+  };
+  update(x, 1000);
+  EXPECT_EQ(read(x), expect(0.5f + 0.007f, 3));
+  S().on_pass_enter = nullptr;
+  EXPECT_EQ(inside, KREPLAY_STATUS_ERROR_NOT_AVAILABLE);
+}
+
 }  // namespace
 }  // namespace kreplay::test

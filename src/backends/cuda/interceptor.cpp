@@ -531,6 +531,21 @@ bool is_copy_or_set(const char* name) {
   return name != nullptr && (std::strncmp(name, "cuMemcpy", 8) == 0 || std::strncmp(name, "cuMemset", 8) == 0);
 }
 
+// Marks the application's driver call for replay::Engine::in_app_call: entered at the ENTER
+// callback once its handling is done, left at the EXIT callback before its handling starts (so
+// kreplay's own work in both callbacks is outside the mark, as it runs on the thread anyway).
+struct AppCallMark {
+  explicit AppCallMark(CUpti_ApiCallbackSite site) : enter(site == CUPTI_API_ENTER) {
+    if (!enter) replay::Engine::app_call_exit();
+  }
+  ~AppCallMark() {
+    if (enter) replay::Engine::app_call_enter();
+  }
+  AppCallMark(const AppCallMark&) = delete;
+  AppCallMark& operator=(const AppCallMark&) = delete;
+  bool enter;
+};
+
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (in_internal_call()) {
     // kreplay's own calls are not intercepted -- except the module events they raise: with lazy
@@ -591,6 +606,9 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     }
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    // The application is inside a driver call from ENTER to EXIT (range mode sees every call):
+    // a signal handler that interrupted it must not make driver calls (close_open_ranges).
+    AppCallMark mark(cb->callbackSite);
     init_devices();
     if (cb->callbackSite == CUPTI_API_ENTER && !is_launch(cbid) && range_calls::range_mode()) {
       CudaDevice* dev = device_of_context(cb->context);
