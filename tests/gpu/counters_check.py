@@ -36,6 +36,8 @@ def profile(name, args):
     out = os.path.join(work, name)
     p = subprocess.run([kreplay, *args, "-d", out, "-o", "run", "--", app], env=env,
                        capture_output=True, text=True, timeout=600)
+    with open(out + ".stderr", "w") as f:
+        f.write(p.stderr)
     if p.returncode != 0:
         failures.append(f"{name}: kreplay exited {p.returncode}\n{p.stderr[-2000:]}")
         return {}
@@ -50,7 +52,7 @@ def profile(name, args):
 
 one = profile("one_pass", ["--pmc", "dram__bytes_read.sum", "smsp__inst_executed.sum",
                            "smsp__sass_inst_executed_op_global_ld.sum"])
-ten = profile("ten_pass", ["--metrics", ",".join(TEN)])
+ten = profile("ten_pass", ["--replay-mode", "kernel", "--metrics", ",".join(TEN)])
 for did, r in one.items():
     if r["kernel"].startswith("read_sum"):
         v = r["dram__bytes_read.sum"]

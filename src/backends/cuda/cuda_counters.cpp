@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdlib>
 
 #include "backends/cuda/cuda_backend.hpp"
@@ -13,6 +14,7 @@
 #include "backends/cuda/cupti/profiler_host.hpp"
 #include "backends/cuda/cupti/range_profiler.hpp"
 #include "backends/cuda/internal_guard.hpp"
+#include "common/env.hpp"
 #include "common/logging.hpp"
 
 namespace kreplay::cuda {
@@ -44,7 +46,29 @@ CounterApi counter_api() {
   return api;
 }
 
-bool profiler_api() { return counter_api() != CounterApi::kRange; }
+/// KREPLAY_COUNTER_API unset: the range profiler, and CUPTI's profiler API for the rest of the
+/// process once the range profiler could not be enabled on a context (fall_back_to_profiler_api).
+std::atomic<bool> g_fell_back{false};
+
+bool counter_api_chosen() {
+  const char* env = std::getenv("KREPLAY_COUNTER_API");
+  return env != nullptr && *env != '\0';
+}
+
+CounterApi effective_counter_api() {
+  return g_fell_back.load(std::memory_order_acquire) ? CounterApi::kProfilerKept : counter_api();
+}
+
+bool profiler_api() {
+  return effective_counter_api() != CounterApi::kRange;
+}
+
+/// Test seam (GPU tests of the fallback): KREPLAY_TEST_RANGE_PROFILER_UNAVAILABLE=1 makes
+/// enabling the range profiler fail as it does where the driver lacks it.
+bool range_profiler_disabled_for_test() {
+  static const bool off = env::get_bool("KREPLAY_TEST_RANGE_PROFILER_UNAVAILABLE", false);
+  return off;
+}
 
 /// Launches one pass of a profiler-API session may hold (BeginSession's maxLaunchesPerPass): a
 /// graph launch is one user range around all of its kernels.
@@ -54,6 +78,13 @@ constexpr size_t kApiLaunchesPerPass = 256;
 
 bool range_profiler_counter_api() {
   return !profiler_api();
+}
+
+bool CudaCounterBackend::use_profiler_api() {
+  if (profiler_api()) return true;
+  if (counter_api_chosen()) return false;
+  // The default: the range profiler, unless it cannot be enabled on this context.
+  return !profiler_for_current_context().ok() && profiler_api();
 }
 
 CudaCounterBackend::CudaCounterBackend(CUdevice dev, int ordinal, std::string chip_guess)
@@ -126,7 +157,24 @@ Result<cupti::RangeProfiler*> CudaCounterBackend::profiler_for_current_context()
   KR_CU(cuCtxGetCurrent(&ctx));
   auto& p = profilers_[ctx];
   if (!p) {
-    auto created = cupti::RangeProfiler::create(ctx);
+    auto created = range_profiler_disabled_for_test()
+                       ? Result<std::unique_ptr<cupti::RangeProfiler>>(
+                             Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
+                                   "cuptiRangeProfilerEnable: disabled by "
+                                   "KREPLAY_TEST_RANGE_PROFILER_UNAVAILABLE"))
+                       : cupti::RangeProfiler::create(ctx);
+    if (!created.ok() && !counter_api_chosen()) {
+      // The device supports profiling but the range profiler cannot be enabled here (a driver
+      // older than the range profiler): the profiler API counts the same metrics.
+      profilers_.erase(ctx);
+      if (!g_fell_back.exchange(true)) {
+        KR_WARN(
+            "counters: CUPTI's range profiler is not available ({}); counting with CUPTI's "
+            "profiler API instead (KREPLAY_COUNTER_API=profiler)",
+            created.status().message());
+      }
+      return created.status();
+    }
     if (!created.ok()) {
       unavailable_ = created.status();
       KR_ERROR("hardware counters are not available: {}", unavailable_.message());
@@ -209,7 +257,7 @@ Status CudaCounterBackend::begin_pass(device::Launch& launch,
   }
   if (cl->capturing) return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "stream is being captured");
   auto* set = static_cast<CudaCounterSet*>(sets[0]);
-  if (profiler_api()) {
+  if (use_profiler_api()) {
     ASSIGN_OR_RETURN(cupti::ProfilerApiSession * session, session_for_current_context());
     const bool mid = cl->counter_set == set && !cl->counter_collection_done;
     Status s = start_launch_pass_api(session, *cl, set);
@@ -278,7 +326,7 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_p
   std::vector<std::vector<device::CounterValue>> out;
   if (!cl->counter_started) return out;
   cl->counter_started = false;
-  if (profiler_api()) return end_pass_api(*cl);
+  if (use_profiler_api()) return end_pass_api(*cl);
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
   // A failure loses this collection; a fresh profiler object counts the next one.
@@ -320,7 +368,7 @@ Status CudaCounterBackend::begin_range_pass(device::CounterSet* set, bool first_
 
 Status CudaCounterBackend::start_range_pass(device::CounterSet* set, bool first_pass,
                                             bool whole_graph) {
-  if (profiler_api()) return start_range_pass_api(set, first_pass, whole_graph);
+  if (use_profiler_api()) return start_range_pass_api(set, first_pass, whole_graph);
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
   const auto mode = whole_graph ? cupti::RangeMode::kUser : cupti::RangeMode::kAuto;
@@ -347,7 +395,7 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_r
   std::vector<std::vector<device::CounterValue>> out;
   if (!range_started_) return out;
   range_started_ = false;
-  if (profiler_api()) return end_range_pass_api(launches);
+  if (use_profiler_api()) return end_range_pass_api(launches);
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
   auto failed = [&](Status s) {
@@ -413,7 +461,7 @@ Status CudaCounterBackend::start_launch_pass_api(cupti::ProfilerApiSession* s, C
     // each dispatch a range of its own (CUPTI keeps one range per range stack).
     cupti::ProfilerApiOptions o;
     o.mode = cupti::RangeMode::kUser;
-    const CounterApi api = counter_api();
+    const CounterApi api = effective_counter_api();
     o.scope = api == CounterApi::kProfilerPerDispatch ? cupti::SessionScope::kPerDispatch
                                                       : cupti::SessionScope::kKept;
     o.kept_reset = api == CounterApi::kProfilerSetConfig ? cupti::KeptReset::kSetConfig

@@ -13,8 +13,11 @@
 // `replay_pass` of a counter record is the pass that completed the set, not the pass that read
 // a particular counter.
 //
-// KREPLAY_COUNTER_API picks the CUPTI API behind the same service: `range` (the default: the range
-// profiler, as above) or the fallback, CUPTI's legacy profiler API (its per-pass calls cost what the
+// KREPLAY_COUNTER_API picks the CUPTI API behind the same service. Unset: the range profiler, as
+// above, and where it cannot be enabled on a context although the device supports profiling (a
+// driver older than the range profiler), the profiler API (`profiler`, below) for the rest of the
+// process, said in one warning. `range` forces the range profiler (no fallback); otherwise the
+// fallback, CUPTI's legacy profiler API (its per-pass calls cost what the
 // range profiler's do on the H200: bench/RESULTS.md, sixth session)
 // (cupti/profiler_api.hpp, bench/cuda/profiler_api_cost.cu): `profiler` (kernel replay keeps one
 // session and config across dispatches, one user range per dispatch), `profiler-setconfig` (the
@@ -131,6 +134,10 @@ class CudaCounterBackend final : public device::CounterBackend {
 
  private:
   Result<cupti::RangeProfiler*> profiler_for_current_context();
+  /// Whether counting goes through CUPTI's profiler API: KREPLAY_COUNTER_API=profiler*, or, with
+  /// it unset, once the range profiler could not be enabled on a context (the current one
+  /// included; the fallback then holds for the process, said once).
+  bool use_profiler_api();
   /// Start counting @p launch's pass with @p set on @p rp (begin_pass without the retry).
   Status start_launch_pass(cupti::RangeProfiler* rp, CudaLaunch& launch, CudaCounterSet* set);
   Status start_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph);

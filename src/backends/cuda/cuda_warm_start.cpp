@@ -49,6 +49,7 @@ void CudaCounterBackend::warm_start(device::Launch& launch, bool range) {
   InternalScope internal;
   CUcontext ctx = nullptr;
   if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr) return;
+  if (use_profiler_api()) return;  // the range profiler cannot be enabled here: fell back
   // The range mode and image size the dispatch's first counter pass configures (start_launch_pass,
   // start_range_pass): a graph launch is one user range; otherwise auto range, one range per
   // kernel-replay pass or max_range_launches_ in range replay.
