@@ -85,6 +85,11 @@ for section in "${SECTIONS[@]}"; do
     step counters_check 400 python3 tests/gpu/counters_check.py "$D" "$W/counters" --ncu
     tail -12 "$W/counters_check.log" | tee -a "$O/summary.txt"
     ;;
+  fallback)  # the range profiler made unavailable: counting falls back to the profiler API (issue 13 item 2)
+    step fallback_check 300 env KREPLAY_TEST_RANGE_PROFILER_UNAVAILABLE=1 python3 tests/gpu/counters_check.py "$D" "$W/fallback"
+    tail -8 "$W/fallback_check.log" | tee -a "$O/summary.txt"
+    note "fallback: $(cat "$W"/fallback/*.stderr 2>/dev/null | grep -c "counting with CUPTI's profiler API instead") fallback warnings"
+    ;;
   cli)  # the kreplay command on a CUDA application: counters, outputs, filters, app replay
     step plain_app 30 "$APP"
     step cli_pmc 120 "$K" --pmc smsp__inst_executed.sum dram__bytes_read.sum --kernel-trace --summary \
@@ -219,7 +224,7 @@ for section in "${SECTIONS[@]}"; do
       step "bench_plain_$r" 60 "$RA" "$gib" 3 6 "$mib"
       note "bench_plain_$r t0=$t0 $(grep replay_app "$W/bench_plain_$r.log")"
       t0=$(date +%s%N)
-      step "bench_kreplay_$r" 300 env KREPLAY_PRINT_COSTS=1 "$K" --metrics "$M" -d "$W/bench_k$r" -o run -- "$RA" "$gib" 3 6 "$mib"
+      step "bench_kreplay_$r" 300 env KREPLAY_PRINT_COSTS=1 "$K" --replay-mode kernel --metrics "$M" -d "$W/bench_k$r" -o run -- "$RA" "$gib" 3 6 "$mib"
       note "bench_kreplay_$r t0=$t0 $(grep replay_app "$W/bench_kreplay_$r.log")"
       note "bench_values_$r $(python3 -c 'import sqlite3,sys; print("counter rows %d, NaN %d" % sqlite3.connect(sys.argv[1]).execute("select count(*), coalesce(sum(value is null),0) from counters").fetchone())' "$W/bench_k$r/run_results.db" 2>&1)"
       t0=$(date +%s%N)
@@ -234,7 +239,7 @@ for section in "${SECTIONS[@]}"; do
     RA=$D/bin/replay_app
     for v in 1 0; do  # 1 GiB footprint, one kernel updating 256 MiB in place, 8 launches, synchronized
       step "warmstart_$v" 300 env KREPLAY_WARM_START=$v KREPLAY_PRINT_COSTS=1 KREPLAY_LOG_LEVEL=debug \
-        "$K" --metrics "$TEN" -d "$W/ws$v" -o run -- "$RA" 1 1 8 256
+        "$K" --replay-mode kernel --metrics "$TEN" -d "$W/ws$v" -o run -- "$RA" 1 1 8 256
       grep -hE "^==KREPLAY== cost (warm_start|start |stop )" "$W/warmstart_$v.log" | tee -a "$O/summary.txt"
       grep -h "warm start" "$W/warmstart_$v.log" | head -3 | cut -c1-300 | tee -a "$O/summary.txt"
       note "warmstart_$v $(grep "^replay_app " "$W/warmstart_$v.log")"
@@ -345,7 +350,7 @@ PY
       A=$D/bin/kreplay_gpu_$app
       step "g_plain_$app" 60 "$A"
       base=$(grep -h KREPLAY_RESULT "$W/g_plain_$app.log")
-      for v in "kernel|" "graph|--graph-profiling graph" "range|--replay-mode range"; do
+      for v in "kernel|--replay-mode kernel" "graph|--replay-mode kernel --graph-profiling graph" "range|--replay-mode range"; do
         IFS='|' read -r vname vopts <<<"$v"
         # shellcheck disable=SC2086
         step "g_${vname}_$app" 240 "$K" --metrics "$TEN" $vopts -d "$W/g_${vname}_$app" -o run -- "$A"

@@ -105,11 +105,13 @@ constexpr const char* kFooter =
     "  kreplay -- ./app\n"
     "      no counters named: the set basic (launch statistics, occupancy, speed of light)\n"
     "  kreplay --set full -k regex:gemm --launch-count 3 -- ./app\n"
-    "      every section on the first 3 gemm launches; then: kreplay report <host>/<pid>_results.db\n"
+    "      every section on the first 3 gemm launches; then: kreplay report "
+    "<host>/<pid>_results.db\n"
     "  kreplay --pmc sm__cycles_elapsed.avg smsp__inst_executed.sum -- ./app\n"
     "      one counter group, one run, no replay\n"
     "  kreplay --pmc sm__cycles_elapsed.avg --pmc dram__bytes_read.sum -- ./app\n"
-    "      two groups: each launch is replayed twice in one run (--replay-mode kernel)\n"
+    "      two groups: each launch is measured twice in one run (range replay, or kernel\n"
+    "      replay with a kernel filter: --replay-mode auto)\n"
     "  kreplay --pmc A --pmc B --replay-mode application -d out -- ./app\n"
     "      two groups, two full runs of the application, in out/pass_1/ and out/pass_2/\n"
     "  kreplay --metrics sm__throughput.avg.pct_of_peak_sustained_elapsed -k regex:gemm \\\n"
@@ -169,14 +171,13 @@ void add_options(CLI::App& app, Raw& r) {
   add_service_options(app, r.services);
 
   const char* replay = "Replay";
-  app.add_option(
-         "--replay-mode", r.replay_mode,
-         "kernel: replay each launch in place (default when more than one pass is "
-         "needed); auto: range replay, or kernel replay for requests range replay does "
-         "not serve (kernel filters, per-pass services, --replay-memory args, "
-         "--check-divergence); application: re-run the application once per pass; range: replay "
-         "consecutive launches up to the next call that can observe memory as one unit "
-         "(one counter session per pass for all of them: far faster for short kernels)")
+  app.add_option("--replay-mode", r.replay_mode,
+                 "auto (default when more than one pass is needed): range replay, or kernel replay "
+                 "for requests range replay does not serve (kernel filters, per-pass services, "
+                 "--replay-memory args, --check-divergence); kernel: replay each launch in place; "
+                 "application: re-run the application once per pass; range: replay "
+                 "consecutive launches up to the next call that can observe memory as one unit "
+                 "(one counter session per pass for all of them: far faster for short kernels)")
       ->type_name("kernel|auto|application|range")
       ->group(replay);
   app.add_option("--range-markers", r.range_markers,

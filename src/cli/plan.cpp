@@ -274,11 +274,10 @@ Status expand_unit(Unit u, const std::vector<std::string>& command, std::vector<
   }
 
   const bool multi_pass = u.groups.size() > 1 || has_metrics || has_sections;
-  // --replay-mode auto picks range or kernel replay (resolve_auto); per-pass services turn it into
-  // kernel replay (place_service_passes). Kernel replay stays the default when more than one pass
-  // is needed: a range still open when the application crashes loses its launches' counters.
+  // --replay-mode auto (the default when more than one pass is needed) picks range or kernel
+  // replay (resolve_auto); per-pass services turn it into kernel replay (place_service_passes).
   ReplayMode mode =
-      s.replay_mode.value_or(multi_pass ? ReplayMode::kKernel : ReplayMode::kApplication);
+      s.replay_mode.value_or(multi_pass ? ReplayMode::kAuto : ReplayMode::kApplication);
   if (mode == ReplayMode::kAuto) mode = resolve_auto(s);
 
   if (s.range_markers && mode != ReplayMode::kRange) {
@@ -502,6 +501,8 @@ Status kernel_jobs(const CliOptions& o, const InputFile& file, std::vector<ToolC
                     "in one place",
                     file.path, conflict->key, conflict->first, conflict->second, conflict->flag));
   }
+  // job_replay_mode: kernel names kernel replay (as in rocprofv3); replay_mode: auto or range
+  // in the jobs or on the command line choose otherwise.
   ReplayMode mode = merged.replay_mode.value_or(ReplayMode::kKernel);
   if (mode == ReplayMode::kAuto) {
     // As on the command line; a job that selects a per-pass service needs kernel replay.

@@ -28,7 +28,7 @@ TEST(PlanSections, NoCountersNamedCollectsBasicAndSaysSoOnOneLine) {
   RunPlan p = plan_ok(cli({"--kernel-trace"}));
   ASSERT_EQ(p.runs.size(), 1u);
   const ToolConfig& c = p.runs[0].config;
-  EXPECT_EQ(c.replay_mode, ReplayMode::kKernel);
+  EXPECT_EQ(c.replay_mode, ReplayMode::kRange);  // auto, the default for several passes
   EXPECT_TRUE(c.sections_default);
   EXPECT_EQ(c.sections_label, "set basic");
   EXPECT_TRUE(has(c.section_metrics, "gpu__time_duration.sum"));
@@ -61,7 +61,7 @@ TEST(PlanSections, SetAndSectionsAddUpWithPmcGroups) {
   RunPlan p = plan_ok(cli({"--pmc", "A", "--set", "basic", "--section", "regex:^Memory",
                            "--section", "WarpStateStats"}));
   const ToolConfig& c = p.runs[0].config;
-  EXPECT_EQ(c.replay_mode, ReplayMode::kKernel);
+  EXPECT_EQ(c.replay_mode, ReplayMode::kRange);
   EXPECT_EQ(c.pmc_groups, (std::vector<std::vector<std::string>>{{"A"}}));
   EXPECT_TRUE(has(c.section_metrics, "dram__bytes_read.sum"));
   EXPECT_TRUE(has(c.section_metrics, "smsp__warp_issue_stalled_barrier_per_warp_active.pct"));
@@ -115,7 +115,7 @@ TEST(PlanSections, InputFileKeys) {
   InputFile f = yaml("jobs:\n  - set: basic\n    section: [WarpStateStats]\n  - kernel_trace: true\n");
   RunPlan p = plan_ok(cli({}), &f);
   ASSERT_EQ(p.runs.size(), 2u);
-  EXPECT_EQ(p.runs[0].config.replay_mode, ReplayMode::kKernel);
+  EXPECT_EQ(p.runs[0].config.replay_mode, ReplayMode::kRange);
   EXPECT_TRUE(has(p.runs[0].config.section_metrics,
                   "smsp__warp_issue_stalled_barrier_per_warp_active.pct"));
   // a job without counters stays a trace-only run: no default set in input files

@@ -60,20 +60,22 @@ TEST(PlanCli, OneGroupIsOneRunWithoutReplay) {
   EXPECT_EQ(p.runs[0].config.passes, counters(1));
 }
 
-TEST(PlanCli, SeveralGroupsDefaultToKernelReplay) {
+TEST(PlanCli, SeveralGroupsDefaultToAutoReplay) {
   RunPlan p = plan_ok(cli({"--pmc", "A", "B", "--pmc", "C", "--pmc", "D"}));
   ASSERT_EQ(p.runs.size(), 1u);
   const ToolConfig& c = p.runs[0].config;
-  EXPECT_EQ(c.replay_mode, ReplayMode::kKernel);
+  EXPECT_EQ(c.replay_mode, ReplayMode::kRange);  // auto, resolved
   EXPECT_EQ(c.pmc_groups, (Groups{{"A", "B"}, {"C"}, {"D"}}));
   EXPECT_EQ(c.passes, counters(3));
   EXPECT_EQ(c.output.directory, ".");  // one run: no pass_k
 }
 
-TEST(PlanCli, MetricsDefaultToKernelReplay) {
+TEST(PlanCli, MetricsDefaultToAutoReplay) {
   RunPlan p = plan_ok(cli({"--metrics", "m1,m2"}));
   ASSERT_EQ(p.runs.size(), 1u);
-  EXPECT_EQ(p.runs[0].config.replay_mode, ReplayMode::kKernel);
+  EXPECT_EQ(p.runs[0].config.replay_mode, ReplayMode::kRange);
+  EXPECT_EQ(plan_ok(cli({"--metrics", "m1,m2", "-k", "gemm"})).runs[0].config.replay_mode,
+            ReplayMode::kKernel);
   EXPECT_EQ(p.runs[0].config.metrics, (std::vector<std::string>{"m1", "m2"}));
   EXPECT_TRUE(p.runs[0].config.passes.empty());
 }
@@ -101,9 +103,17 @@ TEST(PlanCli, AutoIsRangeReplayUnlessTheRequestNeedsKernelReplay) {
                                           {"--timing-pass"}}) {
     EXPECT_EQ(mode_of(kernel), ReplayMode::kKernel) << kernel[0];
   }
-  // Without --replay-mode, more than one pass still means kernel replay.
+  // Without --replay-mode, more than one pass means auto; kernel and range still force one.
   EXPECT_EQ(plan_ok(cli({"--pmc", "A", "--pmc", "B"})).runs[0].config.replay_mode,
+            ReplayMode::kRange);
+  EXPECT_EQ(plan_ok(cli({"--pmc", "A", "--pmc", "B", "--replay-mode", "kernel"}))
+                .runs[0]
+                .config.replay_mode,
             ReplayMode::kKernel);
+  EXPECT_EQ(plan_ok(cli({"--pmc", "A", "--pmc", "B", "-k", "x", "--replay-mode", "range"}))
+                .runs[0]
+                .config.replay_mode,
+            ReplayMode::kRange);
 }
 
 TEST(PlanCli, ApplicationReplayMakesOneRunPerGroupInPassDirectories) {
@@ -320,7 +330,7 @@ TEST(PlanApplicationJobs, JobReplayAppliesWithinTheJob) {
       json(R"({"jobs": [{"metrics": ["m1", "m2"]}, {"pmc": ["A"], "replay_mode": "kernel"}]})");
   RunPlan p = plan_ok(cli({}), &f);
   ASSERT_EQ(p.runs.size(), 2u);
-  EXPECT_EQ(p.runs[0].config.replay_mode, ReplayMode::kKernel);
+  EXPECT_EQ(p.runs[0].config.replay_mode, ReplayMode::kRange);  // auto, the default
   EXPECT_EQ(p.runs[1].config.replay_mode, ReplayMode::kKernel);
   EXPECT_EQ(p.runs[1].config.passes, counters(1));
 }
@@ -346,9 +356,9 @@ TEST(PlanApplicationJobs, CommandLineGroupsFillJobsWithoutPmc) {
   // Several command-line groups with application replay expand the job, numbered globally.
   InputFile g = json(R"({"jobs": [{"kernel_trace": true}, {"replay_mode": "application"}]})");
   RunPlan q = plan_ok(cli({"--pmc", "A", "--pmc", "B"}), &g);
-  // Job 1: kernel replay of A and B (the default for two groups); job 2: one run per group.
+  // Job 1: auto (range) replay of A and B (the default for two groups); job 2: one run per group.
   ASSERT_EQ(q.runs.size(), 3u);
-  EXPECT_EQ(q.runs[0].config.replay_mode, ReplayMode::kKernel);
+  EXPECT_EQ(q.runs[0].config.replay_mode, ReplayMode::kRange);
   EXPECT_EQ(q.runs[0].config.pmc_groups, (Groups{{"A"}, {"B"}}));
   EXPECT_EQ(q.runs[1].config.replay_mode, ReplayMode::kApplication);
   EXPECT_EQ(q.runs[1].config.pmc_groups, (Groups{{"A"}}));
@@ -701,7 +711,7 @@ TEST(PlanKernelJobs, RejectJobsDisagreeingWithCommandLine) {
 
 TEST(PlanKernelJobs, RejectRangeMarkersWithoutRangeMode) {
   std::string m = fold_error(
-      "job_replay_mode: kernel\njobs:\n  - pmc: A\n    range_markers: "
+      "job_replay_mode: kernel\njobs:\n  - pmc: A\n    replay_mode: kernel\n    range_markers: "
       "cuda-profiler\n");
   EXPECT_HAS(m, "range_markers applies to replay_mode range");
 }

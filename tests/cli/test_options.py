@@ -26,7 +26,7 @@ def short(name):
 class PmcGroups(e2e.KreplayTestCase):
     def test_two_groups_replay_every_launch_once_per_group(self):
         r = self.sample("--pmc", "threads_launched", "bytes_written", "--pmc", "launches",
-                        "-d", "out")
+                        "--replay-mode", "kernel", "-d", "out")
         db = self.db_of(r, os.path.join(self.tmp, "out"))
         run = e2e.rows(db, "SELECT * FROM run")
         self.assertEqual(len(run), 1)
@@ -92,7 +92,7 @@ class PmcGroups(e2e.KreplayTestCase):
         # 3 metrics, 2 counters per pass on the host device: 2 passes, without --replay-mode
         r = self.sample("--metrics", "threads_launched,blocks_launched,ops")
         db = self.db_of(r)
-        self.assertEqual(e2e.rows(db, "SELECT replay_mode FROM run")[0]["replay_mode"], "kernel")
+        self.assertEqual(e2e.rows(db, "SELECT replay_mode FROM run")[0]["replay_mode"], "range")
         for d in e2e.rows(db, "SELECT dispatch_id, passes_executed FROM dispatches"):
             self.assertEqual(d["passes_executed"], 2)
             by_pass = {}
@@ -329,7 +329,7 @@ class Summary(e2e.KreplayTestCase):
 class ReplayMemory(e2e.KreplayTestCase):
     def snapshotted(self, mode):
         r = self.sample("--pmc", "threads_launched", "--pmc", "ops", "--replay-memory", mode,
-                        "-d", mode)
+                        "--replay-mode", "kernel", "-d", mode)
         db = self.db_of(r, os.path.join(self.tmp, mode))
         opts = json.loads(e2e.rows(db, "SELECT options FROM run")[0]["options"])
         self.assertEqual(opts.get("replay_memory"), mode)
@@ -508,7 +508,8 @@ class GeneralOptions(e2e.KreplayTestCase):
 
     def test_log_level_debug_reaches_the_tool(self):
         # launches 2.. are declined (untracked memory); the engine explains each at debug level
-        args = ["--pmc", "ops", "--pmc", "threads_launched", "--", e2e.TEST_APP, "--launches", "3",
+        args = ["--pmc", "ops", "--pmc", "threads_launched", "--replay-mode", "kernel", "--",
+                e2e.TEST_APP, "--launches", "3",
                 "--untracked-from", "2"]
         default = self.kreplay_ok(*(["-d", "a"] + args))
         debug = self.kreplay_ok(*(["--log-level", "debug", "-d", "b"] + args))

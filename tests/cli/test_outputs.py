@@ -4,7 +4,7 @@
 One run of kreplay-sample-app with two counter groups that share a counter (bytes_written is on
 both passes), in every format, with the kernel trace:
 
-  --pmc threads_launched bytes_written --pmc bytes_written ops
+  --pmc threads_launched bytes_written --pmc bytes_written ops --replay-mode kernel
   --output-format sqlite,csv,json,perfetto --kernel-trace -o res
 
 - SQLite: the tables and views of share/kreplay/schema.sql, schema_version in metadata, mangled
@@ -47,7 +47,9 @@ class AllFormats(e2e.KreplayTestCase):
         import shutil
         import tempfile
         cls.dir = tempfile.mkdtemp(prefix="kreplay-cli-outputs-")
-        cls.run_result = e2e.run(GROUPS + ["--output-format", "sqlite,csv,json,perfetto",
+        # Kernel replay: a snapshot and a restore per dispatch (range replay's records: test_range).
+        cls.run_result = e2e.run(GROUPS + ["--replay-mode", "kernel",
+                                           "--output-format", "sqlite,csv,json,perfetto",
                                            "--kernel-trace", "-d", "out", "-o", "res", "--",
                                            e2e.SAMPLE_APP], cls.dir)
         cls.out = os.path.join(cls.dir, "out")

@@ -67,7 +67,7 @@ def profile(name, args, extra_env=None):
     return rows, tally
 
 
-kernel, _ = profile("kernel", [])
+kernel, _ = profile("kernel", ["--replay-mode", "kernel"])
 span, span_tally = profile("range", ["--replay-mode", "range"])
 close, close_tally = profile("range_sync_close", ["--replay-mode", "range"], {"KREPLAY_RANGE_SYNC": "close"})
 

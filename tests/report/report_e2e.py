@@ -53,7 +53,7 @@ class ReportCase(e2e.KreplayTestCase):
         return path
 
     def kernel_db(self, name="kernel"):
-        return self.profile(HOST_SET, name=name)
+        return self.profile(["--replay-mode", "kernel"] + HOST_SET, name=name)
 
     def range_db(self, name="range"):
         return self.profile(["--replay-mode", "range"] + HOST_SET,
