@@ -52,34 +52,6 @@ TEST_F(Range, LaunchesBetweenSynchronizationsFormOneRangeReplayedAsAUnit) {
   EXPECT_EQ(launches, 5);
 }
 
-// Issue 12: with --cache-control all (the default) every pass of a range starts right after one
-// flush of the device's caches, made before PASS ENTER (before the pass's services) and never
-// while the range's launches run; the launches after the first of a pass follow no flush.
-TEST_F(Range, EveryPassOfARangeStartsAfterOneCacheFlush) {
-  replay::Options saved = sdk::Runtime::get().engine().options();
-  replay::Options o = saved;
-  o.flush_caches = true;
-  sdk::Runtime::get().engine().set_options(o);
-  std::vector<uint64_t> at_enter;
-  S().on_pass_enter = [&](const auto&) { at_enter.push_back(hr::testing::cache_flushes().total); };
-  const auto before = hr::testing::cache_flushes();
-  float* x = buffer(1000, 0.5f);
-  for (int i = 0; i < 5; ++i) update(x, 1000);
-  ASSERT_TRUE(hr::stream_synchronize(stream_).ok());  // closes the range
-  const auto after = hr::testing::cache_flushes();
-  sdk::Runtime::get().engine().set_options(saved);
-  ASSERT_EQ(S().exits().size(), 1u);
-  EXPECT_EQ(S().exits()[0].outcome.passes_executed, 3u);
-  EXPECT_EQ(after.total - before.total, 3u);
-  EXPECT_EQ(after.inside_pass, before.inside_pass);
-  ASSERT_EQ(after.before_submission.size() - before.before_submission.size(), 15u);
-  std::vector<uint64_t> flushes(after.before_submission.end() - 15, after.before_submission.end());
-  EXPECT_EQ(flushes, (std::vector<uint64_t>{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0}));
-  EXPECT_EQ(at_enter,
-            (std::vector<uint64_t>{before.total + 1, before.total + 2, before.total + 3}));
-  EXPECT_EQ(x[7], expect(0.5f + 0.007f, 5));
-}
-
 TEST_F(Range, KernelsOfARangeReadEachOthersOutputs) {
   float* x = buffer(512, 0.25f);
   float* y = buffer(512, 1.0f);

@@ -54,6 +54,8 @@ struct State {
   std::vector<Counter> counters;
   std::function<uint64_t()> passes = [] { return uint64_t{3}; };
   std::function<bool(const kreplay_kernel_dispatch_info_t&)> select;
+  /// Which dispatches the counting callback gives `config` (unset: all).
+  std::function<bool(const kreplay_kernel_dispatch_info_t&)> count_if;
   std::function<void(const kreplay_callback_tracing_range_replay_data_t&)> on_pass_enter;
   kreplay_counter_config_id_t config{};
   kreplay_context_id_t range_ctx{}, trace_ctx{}, count_ctx{};
@@ -69,6 +71,7 @@ struct State {
     counters.clear();
     passes = [] { return uint64_t{3}; };
     select = nullptr;
+    count_if = nullptr;
     on_pass_enter = nullptr;
     config = {};
   }
@@ -124,8 +127,9 @@ void on_trace(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void*
   S().traces.push_back({p->dispatch_info.dispatch_id, p->replay_pass, p->dispatch_info.kernel_name});
 }
 
-void on_count(const kreplay_dispatch_counting_data_t*, kreplay_counter_config_id_t* config,
+void on_count(const kreplay_dispatch_counting_data_t* d, kreplay_counter_config_id_t* config,
               kreplay_user_data_t*, void*) {
+  if (S().count_if && !S().count_if(d->dispatch_info)) return;
   *config = S().config;
 }
 
