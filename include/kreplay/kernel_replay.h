@@ -175,7 +175,9 @@ typedef enum kreplay_cache_control_t {
   KREPLAY_CACHE_CONTROL_NONE = 0,  ///< keep the current setting (FLUSH_ALL unless set otherwise)
   /** Before every counted pass, after the restore and before the pass's services start, the
    *  device's caches are written back and invalidated: every pass starts cold, and the restore's
-   *  own writes are not evicted (and counted) during the pass. The default, as in ncu. */
+   *  own writes are not evicted (and counted) during the pass. In range replay also before
+   *  every launch of a replayed range's pass after the first, once the launch before it
+   *  completed: each launch starts cold, as in kernel replay. The default, as in ncu. */
   KREPLAY_CACHE_CONTROL_FLUSH_ALL,
   /** The caches are left as the previous work (the restore, for passes > 0) left them. */
   KREPLAY_CACHE_CONTROL_FLUSH_NONE,

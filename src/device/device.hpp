@@ -106,15 +106,25 @@ class CounterBackend {
 
   /// Range replay: collect @p set over every launch submitted on the device until
   /// end_range_pass. @p first_pass starts a new collection (a new range). @p whole_graph: the
-  /// range is one graph launch, counted as one workload (one set of values).
-  virtual Status begin_range_pass(CounterSet* set, bool first_pass, bool whole_graph) {
+  /// range is one graph launch, counted as one workload (one set of values). @p flushes: the
+  /// engine flushes the caches between the range's launches in every pass of the collection
+  /// (range_flush), so a device whose flush is counted work of its own makes room for it.
+  virtual Status begin_range_pass(CounterSet* set, bool first_pass, bool whole_graph,
+                                  bool flushes) {
     (void)set;
     (void)first_pass;
     (void)whole_graph;
+    (void)flushes;
     return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot count over ranges");
   }
+  /// Range replay, --cache-control all: the engine flushed the device's caches
+  /// (Device::flush_caches, completed) inside the open range pass, after @p launches of the
+  /// launches this pass counts were submitted and completed, before the next one. A device whose
+  /// flush is a kernel of its own that the session counts (CUDA: a range of its own) leaves that
+  /// range out of end_range_pass's values (launch_ranges(), range_flushes.hpp). Default: nothing.
+  virtual void range_flush(size_t launches) { (void)launches; }
   /// After the pass's @p launches launches completed: values per launch, in submission order
-  /// (empty when the set needs more passes).
+  /// (empty when the set needs more passes); ranges of the pass's flushes are not among them.
   virtual Result<std::vector<std::vector<CounterValue>>> end_range_pass(size_t launches) {
     (void)launches;
     return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot count over ranges");
@@ -279,7 +289,9 @@ class Device {
   /// Write back and invalidate the device's caches (--cache-control all), so that the work
   /// submitted next starts cold. Stream-ordered before any later submission and complete when
   /// this returns. The engine calls it before every counted pass, after the restore and before
-  /// the pass's services start. NOT_AVAILABLE: the device cannot (the engine says so once).
+  /// the pass's services start, and in a replayed range also between the range's launches, once
+  /// the launch before has completed (CounterBackend::range_flush). NOT_AVAILABLE: the device
+  /// cannot (the engine says so once).
   virtual Status flush_caches() {
     return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot flush its caches");
   }

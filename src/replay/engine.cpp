@@ -598,18 +598,19 @@ void Engine::check_divergence(DispatchState& st) {
   }
 }
 
-void Engine::flush_before_pass(device::Device& dev) {
-  if (!options().flush_caches) return;
+bool Engine::flush_before_pass(device::Device& dev) {
+  if (!options().flush_caches) return false;
   Status s = dev.flush_caches();
   if (s.ok()) {
     stats_.cache_flushes.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return true;
   }
   // Once per process: the same device answers the same way on every pass.
   KR_WARN_ONCE("cache-flush",
                "--cache-control all: the caches could not be flushed before a "
                "pass ({}); passes start with whatever the caches hold",
                s.message());
+  return false;
 }
 
 void Engine::finish_window(DispatchState& st) {

@@ -2,16 +2,25 @@
 //
 // Life of a range on a device (DeviceSlot::range, guarded by DeviceSlot::range_mu):
 //   open    at a launch when none is open: CONFIG ENTER (pass count), drain + snapshot under the
-//           window lock, PASS 0 ENTER; the window lock is then released — every launch and
-//           every memory call of the application goes through range_enter / range_barrier,
-//           which close the range first when they are not the range's own next launch.
-//   record  each launch of the range: LAUNCH ENTER (the tool may unselect it), its services'
-//           ENTER with the counter session of pass 0 begun before the first launch; at the
-//           launch's API exit the backend's recorded copy is kept.
+//           window lock, cache flush, PASS 0 ENTER; the window lock is then released — every
+//           launch and every memory call of the application goes through range_enter /
+//           range_barrier, which close the range first when they are not the range's own next
+//           launch.
+//   record  each launch of the range: LAUNCH ENTER (the tool may unselect it); with cache control
+//           (a replayed range, RangeState::flush_launches) every launch but the first then waits
+//           for the one before and flushes the caches (flush_before_launch); its services' ENTER
+//           with the counter session of pass 0 begun before the first counted launch; the
+//           application submits it; at its API exit the backend's recorded copy is kept.
 //   close   before the call that ends it: under the window lock, wait for pass 0, deliver its
-//           services, PASS 0 EXIT, then per further pass: restore, PASS ENTER, services' ENTER,
-//           counter session, resubmit every recorded launch, wait, services' EXIT, PASS EXIT.
-//           The last pass is not restored. CONFIG EXIT carries the outcome.
+//           services, PASS 0 EXIT, then per further pass: restore, cache flush, PASS ENTER,
+//           services' ENTER, counter session, resubmit every recorded launch (with cache
+//           control, each after the one before completed and a flush), wait, services' EXIT,
+//           PASS EXIT. The last pass is not restored. CONFIG EXIT carries the outcome.
+//
+// Cache control (--cache-control all) thus starts every launch of every pass of a replayed range
+// cold, as kernel replay does: a flush inside a counter session tells the counter backend where it
+// falls (CounterBackend::range_flush), since on CUDA the flush is a kernel, counted as a range of
+// its own, that the backend leaves out of the launches' values (device/range_flushes.hpp).
 //
 // Everything kreplay does inside the range machinery (tool callbacks included) runs with a
 // thread-local depth above 0; calls made from there neither join nor close a range.
@@ -273,6 +282,7 @@ void Engine::range_enter(DispatchState& st) {
     if (open_range(slot, st, declined) && st.host_visible) {
       slot.range->probe = true;
       slot.range->counter_session_tried = true;  // its own run is not counted
+      slot.range->flush_launches = false;        // a range of one launch
     }
   }
   if (slot.range && can_join) {
@@ -407,6 +417,9 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
     r->intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
   }
   r->pre_active = hooks_.active_contexts();
+  // A replayed range's launches each start cold too (flush_before_launch); a graph is one
+  // workload, a range that is not replayed is not cache-controlled (as in kernel replay).
+  r->flush_launches = r->plan.replay && !r->whole_graph && options().flush_caches;
   flush_before_pass(*slot.device);
   r->pass = 0;
   {
@@ -445,6 +458,9 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
     r.host_observable = true;
   rl->selected = hooks_.range_launch(r, ls);
   r.info.launch_count = r.launches.size() + 1;
+  // --cache-control all: the launch starts cold, after the range's launches before it completed
+  // and before its services and the application's submission (the first was flushed at open).
+  flush_before_launch(slot, r, r.launches.size());
   // Services of this launch on pass 0, with the loop's local overrides.
   {
     LocalContextScope scope(r.pre_active, r.overrides);
@@ -456,7 +472,8 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
       // The session starts at the range's first counted launch: launches before it are not
       // selected and run uncounted.
       r.counter_session_tried = true;
-      if (Status s = counters->begin_range_pass(set, true, r.whole_graph); s.ok()) {
+      if (Status s = counters->begin_range_pass(set, true, r.whole_graph, r.flush_launches);
+          s.ok()) {
         r.counter_set = set;
         r.counted_from = r.launches.size();
       } else {
@@ -503,6 +520,29 @@ void Engine::range_exit(DispatchState& st, bool submitted) {
     close_range(slot, slot.range->whole_graph ? KREPLAY_RANGE_CLOSE_GRAPH : KREPLAY_RANGE_CLOSE_OTHER);
   }
   st.range_lock.unlock();
+}
+
+void Engine::flush_before_launch(DeviceSlot& slot, RangeState& r, size_t index) {
+  if (!r.flush_launches || index == 0 || index > r.launches.size()) return;
+  // The flush runs on kreplay's own stream: the launch before (and so every launch before it,
+  // one after another on the range's stream or streams) must have completed, or its dirty lines
+  // would be written back during this launch. On pass 0 that is the application's submission,
+  // waited for through its recorded copy.
+  if (device::Launch* before = r.launches[index - 1]->recorded.get(); before != nullptr) {
+    if (Status w = before->wait(options().drain_timeout_ms, nullptr); !w.ok()) {
+      KR_WARN_ONCE("range-flush-wait",
+                   "range {} pass {}: the caches were not flushed before a launch, the launch "
+                   "before it did not complete: {}",
+                   r.info.range_id, r.pass, w.message());
+      return;
+    }
+  }
+  if (!flush_before_pass(*slot.device)) return;
+  // Inside the pass's counter session the flush may be counted work of its own (CUDA: a CUPTI
+  // range): the backend leaves it out of the launches' values.
+  device::CounterBackend* counters = slot.device->counters();
+  if (r.counter_set != nullptr && counters != nullptr && index >= r.counted_from)
+    counters->range_flush(index - r.counted_from);
 }
 
 void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, const char* call) {
@@ -642,7 +682,8 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
         if (device::CounterSet* set = hooks_.armed_set(*rl->st)) {
           // A probe range's first counted pass is pass 1: a new collection.
           const bool first = r.probe && r.pass == 1;
-          if (Status s = counters->begin_range_pass(set, first, r.whole_graph); s.ok()) {
+          if (Status s = counters->begin_range_pass(set, first, r.whole_graph, r.flush_launches);
+              s.ok()) {
             r.counter_set = set;
           } else {
             KR_WARN("range {} pass {}: counters not collected: {}", r.info.range_id, r.pass,
@@ -654,17 +695,19 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
       }
     }
     bool submitted = true;
-    const RangeLaunch* previous = nullptr;
-    for (auto& rl : r.launches) {
-      // Launches on another stream than the one before were ordered by the application's events
-      // on pass 0; on later passes kreplay orders them by waiting for the launch before.
-      if (previous != nullptr &&
-          previous->st->info.stream_id.handle != rl->st->info.stream_id.handle) {
+    for (size_t i = 0; i < r.launches.size(); ++i) {
+      RangeLaunch& rl = *r.launches[i];
+      const RangeLaunch* previous = i > 0 ? r.launches[i - 1].get() : nullptr;
+      if (r.flush_launches) {
+        flush_before_launch(slot, r, i);  // waits for the launch before, then flushes
+      } else if (previous != nullptr &&
+                 previous->st->info.stream_id.handle != rl.st->info.stream_id.handle) {
+        // Launches on another stream than the one before were ordered by the application's
+        // events on pass 0; on later passes kreplay orders them by waiting for the launch before.
         if (Status w = previous->recorded->wait(opt.drain_timeout_ms, nullptr); !w.ok())
           KR_WARN("range {} pass {}: {}", r.info.range_id, r.pass, w.message());
       }
-      previous = rl.get();
-      if (Status s = rl->recorded->relaunch(); !s.ok()) {
+      if (Status s = rl.recorded->relaunch(); !s.ok()) {
         KR_ERROR("range {} pass {}: resubmission failed: {}", r.info.range_id, r.pass,
                  s.message());
         submitted = false;

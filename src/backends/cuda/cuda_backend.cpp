@@ -92,6 +92,11 @@ Status CudaDevice::tiny_launch(CUcontext ctx) {
   return o->tiny_launch();
 }
 
+bool CudaDevice::own_kernels_in(CUcontext ctx) {
+  auto o = ops();
+  return ctx != nullptr && o.ok() && (*o)->context() == ctx;
+}
+
 void CudaDevice::note_stream(CUstream s) {
   {
     std::shared_lock lock(streams_mu_);
@@ -179,7 +184,9 @@ device::PassService* CudaDevice::service(int kind) {
 
 Status CudaDevice::flush_caches() {
   // On kreplay's own stream, synchronized before returning: the device is drained in a replay
-  // window, so the pass that follows starts after the flush completed, and outside its services.
+  // window (in a range, the launch before has completed), so the pass or the range's launch that
+  // follows starts after the flush completed. Inside a range's counter session the flush is a
+  // CUPTI range of its own, which CudaCounterBackend::range_flush leaves out.
   ASSIGN_OR_RETURN(MemoryOps * o, ops());
   return o->flush_caches();
 }

@@ -77,6 +77,8 @@ class CudaDevice final : public device::Device {
   /// for the counters' warm start. NOT_AVAILABLE when kreplay's kernels live in another context
   /// of the device than @p ctx.
   Status tiny_launch(CUcontext ctx);
+  /// Whether kreplay's own kernels (the cache flush's, tiny_launch's) run in @p ctx.
+  bool own_kernels_in(CUcontext ctx);
   void set_chip(const std::string& chip) { desc_.chip = chip; }
 
   /// Streams that have carried work on this device (for drain).

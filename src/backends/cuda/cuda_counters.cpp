@@ -16,6 +16,7 @@
 #include "backends/cuda/internal_guard.hpp"
 #include "common/env.hpp"
 #include "common/logging.hpp"
+#include "device/range_flushes.hpp"
 
 namespace kreplay::cuda {
 namespace {
@@ -68,6 +69,29 @@ bool profiler_api() {
 bool range_profiler_disabled_for_test() {
   static const bool off = env::get_bool("KREPLAY_TEST_RANGE_PROFILER_UNAVAILABLE", false);
   return off;
+}
+
+/// A range pass's values per launch from its decoded @p ranges: auto range makes one range per
+/// kernel in submission order, the launches' and those of the cache flushes made between them
+/// (at @p flushes, range_flush), which are left out. Warns once when the count is not the one
+/// expected.
+std::vector<std::vector<device::CounterValue>> launch_values(
+    const std::vector<std::string>& metrics, const std::vector<cupti::RangeValues>& ranges,
+    size_t launches, const std::vector<size_t>& flushes) {
+  std::vector<std::vector<device::CounterValue>> out;
+  const std::vector<size_t> mine = device::launch_ranges(ranges.size(), flushes);
+  for (size_t i = 0; i < launches && i < mine.size(); ++i) {
+    auto& vals = out.emplace_back();
+    const cupti::RangeValues& r = ranges[mine[i]];
+    for (size_t m = 0; m < metrics.size() && m < r.values.size(); ++m)
+      vals.push_back({metrics[m], r.values[m]});
+  }
+  if (ranges.size() != launches + flushes.size()) {
+    KR_WARN_ONCE("range-count",
+                 "CUPTI reported {} ranges for {} launches and {} cache flushes of a range",
+                 ranges.size(), launches, flushes.size());
+  }
+  return out;
 }
 
 /// Launches one pass of a profiler-API session may hold (BeginSession's maxLaunchesPerPass): a
@@ -357,22 +381,35 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_p
 }
 
 Status CudaCounterBackend::begin_range_pass(device::CounterSet* set, bool first_pass,
-                                            bool whole_graph) {
-  Status s = start_range_pass(set, first_pass, whole_graph);
+                                            bool whole_graph, bool flushes) {
+  Status s = start_range_pass(set, first_pass, whole_graph, flushes);
   if (s.ok()) return s;
   KR_WARN("counters: {}; starting over on a fresh profiler object", s.message());
   reset_profiler();
   if (!first_pass) return s;  // the range's collection had passes behind it: lost
-  return start_range_pass(set, true, whole_graph);
+  return start_range_pass(set, true, whole_graph, flushes);
+}
+
+void CudaCounterBackend::range_flush(size_t launches) {
+  // Only an auto-range session counts the flush kernel, and only on the context it ran in (the
+  // profiler is per context; kreplay's kernels live in the context its MemoryOps was made in).
+  if (!range_started_ || range_user_) return;
+  if (device_ != nullptr && !device_->own_kernels_in(range_ctx_)) return;
+  range_flushes_.push_back(launches);
 }
 
 Status CudaCounterBackend::start_range_pass(device::CounterSet* set, bool first_pass,
-                                            bool whole_graph) {
-  if (use_profiler_api()) return start_range_pass_api(set, first_pass, whole_graph);
+                                            bool whole_graph, bool flushes) {
+  range_flushes_.clear();
+  {
+    InternalScope internal;
+    if (cuCtxGetCurrent(&range_ctx_) != CUDA_SUCCESS) range_ctx_ = nullptr;
+  }
+  if (use_profiler_api()) return start_range_pass_api(set, first_pass, whole_graph, flushes);
   ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
   InternalScope internal;
   const auto mode = whole_graph ? cupti::RangeMode::kUser : cupti::RangeMode::kAuto;
-  const size_t ranges = whole_graph ? 1 : max_range_launches_;
+  const size_t ranges = whole_graph ? 1 : range_capacity(flushes);
   if (rp->metrics() != set->names() || rp->mode() != mode || rp->max_ranges() < ranges) {
     RETURN_IF_ERROR(rp->configure(set->names(), mode, ranges));
     first_pass = true;
@@ -411,17 +448,8 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_r
   if (!stopped->all_passes_submitted) return out;  // values come with the set's last pass
   auto decoded = decode_ranges(*rp);
   if (!decoded.ok()) return failed(decoded.status());
-  std::vector<cupti::RangeValues> ranges = std::move(decoded).value();
-  // Auto range: one range per launch, in submission order.
-  for (size_t i = 0; i < launches && i < ranges.size(); ++i) {
-    auto& vals = out.emplace_back();
-    for (size_t m = 0; m < rp->metrics().size() && m < ranges[i].values.size(); ++m)
-      vals.push_back({rp->metrics()[m], ranges[i].values[m]});
-  }
-  if (ranges.size() != launches) {
-    KR_WARN_ONCE("range-count", "CUPTI reported {} ranges for {} launches of a range",
-                 ranges.size(), launches);
-  }
+  out = launch_values(rp->metrics(), *decoded, launches, range_flushes_);
+  range_flushes_.clear();
   return out;
 }
 
@@ -520,7 +548,7 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_p
 }
 
 Status CudaCounterBackend::start_range_pass_api(device::CounterSet* set, bool first_pass,
-                                                bool whole_graph) {
+                                                bool whole_graph, bool flushes) {
   ASSIGN_OR_RETURN(cupti::ProfilerApiSession * s, session_for_current_context());
   InternalScope internal;
   // A session per collection, as the range profiler's begin(): auto range makes each launch of
@@ -528,7 +556,7 @@ Status CudaCounterBackend::start_range_pass_api(device::CounterSet* set, bool fi
   cupti::ProfilerApiOptions o;
   o.mode = whole_graph ? cupti::RangeMode::kUser : cupti::RangeMode::kAuto;
   o.scope = cupti::SessionScope::kPerDispatch;
-  o.max_ranges = whole_graph ? 1 : max_range_launches_;
+  o.max_ranges = whole_graph ? 1 : range_capacity(flushes);
   o.max_launches_per_pass = whole_graph ? kApiLaunchesPerPass : 0;
   const cupti::ProfilerApiOptions& cur = s->options();
   if (s->metrics() != set->names() || cur.mode != o.mode || cur.scope != o.scope ||
@@ -570,15 +598,8 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_r
   if (*dropped > 0) KR_WARN_ONCE("ranges-dropped", "CUPTI dropped {} counter ranges", *dropped);
   auto ranges = s->values();
   if (!ranges.ok()) return failed(ranges.status());
-  for (size_t i = 0; i < launches && i < ranges->size(); ++i) {
-    auto& vals = out.emplace_back();
-    for (size_t m = 0; m < s->metrics().size() && m < (*ranges)[i].values.size(); ++m)
-      vals.push_back({s->metrics()[m], (*ranges)[i].values[m]});
-  }
-  if (ranges->size() != launches) {
-    KR_WARN_ONCE("range-count", "CUPTI reported {} ranges for {} launches of a range",
-                 ranges->size(), launches);
-  }
+  out = launch_values(s->metrics(), *ranges, launches, range_flushes_);
+  range_flushes_.clear();
   return out;
 }
 

@@ -100,7 +100,11 @@ class CudaCounterBackend final : public device::CounterBackend {
   Result<std::shared_ptr<device::CounterSet>> create(const std::vector<std::string>& names) override;
   Status begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_pass(device::Launch& launch) override;
-  Status begin_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph) override;
+  Status begin_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph,
+                          bool flushes) override;
+  /// The flush (MemoryOps::flush_caches) is a kernel: inside an auto-range session on the context
+  /// it ran in, a range of its own, left out of end_range_pass's values by its position.
+  void range_flush(size_t launches) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_range_pass(size_t launches) override;
   /// KREPLAY_WARM_START (cuda_warm_start.cpp): on the calling thread's context, once per
   /// (context, config), a whole throw-away collection of the last counter config created, in the
@@ -114,6 +118,11 @@ class CudaCounterBackend final : public device::CounterBackend {
 
   /// Ranges per pass the counter-data image is sized for (the engine's launch limit).
   void set_max_range_launches(size_t n) { max_range_launches_ = n; }
+  /// Ranges a range pass's counter-data image holds: one per launch, and with @p flushes (cache
+  /// control between the launches) as many again for the flushes' own ranges.
+  size_t range_capacity(bool flushes) const {
+    return flushes ? 2 * max_range_launches_ : max_range_launches_;
+  }
 
   /// The profiler of the calling thread's context, or nullptr.
   cupti::RangeProfiler* profiler();
@@ -140,13 +149,14 @@ class CudaCounterBackend final : public device::CounterBackend {
   bool use_profiler_api();
   /// Start counting @p launch's pass with @p set on @p rp (begin_pass without the retry).
   Status start_launch_pass(cupti::RangeProfiler* rp, CudaLaunch& launch, CudaCounterSet* set);
-  Status start_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph);
+  Status start_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph, bool flushes);
   // KREPLAY_COUNTER_API=profiler*: the same four entry points on the legacy profiler API.
   Result<cupti::ProfilerApiSession*> session_for_current_context();
   Status start_launch_pass_api(cupti::ProfilerApiSession* s, CudaLaunch& launch,
                                CudaCounterSet* set);
   Result<std::vector<std::vector<device::CounterValue>>> end_pass_api(CudaLaunch& launch);
-  Status start_range_pass_api(device::CounterSet* set, bool first_pass, bool whole_graph);
+  Status start_range_pass_api(device::CounterSet* set, bool first_pass, bool whole_graph,
+                              bool flushes);
   Result<std::vector<std::vector<device::CounterValue>>> end_range_pass_api(size_t launches);
   /// Drop the calling context's profiler object: the next use enables a fresh one (after CUPTI
   /// failed, so that one failure loses one collection, not the rest of the run).
@@ -171,6 +181,8 @@ class CudaCounterBackend final : public device::CounterBackend {
   WarmStartCost warm_cost_;
   bool range_started_ = false;
   bool range_user_ = false;  // the open range pass is one user range around a graph launch
+  CUcontext range_ctx_ = nullptr;      // the context the open range pass counts on
+  std::vector<size_t> range_flushes_;  // range_flush() positions in the open range pass
 };
 
 }  // namespace kreplay::cuda

@@ -52,7 +52,8 @@ void CudaCounterBackend::warm_start(device::Launch& launch, bool range) {
   if (use_profiler_api()) return;  // the range profiler cannot be enabled here: fell back
   // The range mode and image size the dispatch's first counter pass configures (start_launch_pass,
   // start_range_pass): a graph launch is one user range; otherwise auto range, one range per
-  // kernel-replay pass or max_range_launches_ in range replay.
+  // kernel-replay pass or range_capacity() in range replay (with room for the flushes' ranges
+  // under --cache-control all: a range that is replayed flushes between its launches).
   const bool graph = launch.graph() != nullptr;
   const auto mode = graph ? cupti::RangeMode::kUser : cupti::RangeMode::kAuto;
   std::shared_ptr<CudaCounterSet> set;
@@ -65,7 +66,8 @@ void CudaCounterBackend::warm_start(device::Launch& launch, bool range) {
     if (!warm_tried_.insert({ctx, set->names()}).second) return;  // once per (context, config)
     // A context that counted already has paid its first Start (or is mid-collection).
     if (profilers_.count(ctx) != 0) return;
-    ranges = range && !graph ? max_range_launches_ : 1;
+    ranges =
+        range && !graph ? range_capacity(sdk::Runtime::get().engine().options().flush_caches) : 1;
   }
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t first_start_ns = 0;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/util.hpp"
+#include "device/range_flushes.hpp"
 #include "sdk/runtime.hpp"
 
 namespace kreplay::hostrt {
@@ -391,7 +392,7 @@ void HostDevice::note_submission(const std::shared_ptr<ExecRecord>& rec) {
 }
 
 Status HostDevice::begin_range_pass(device::CounterSet* set, bool /*first_pass*/,
-                                    bool /*whole_graph*/) {
+                                    bool /*whole_graph*/, bool /*flushes*/) {
   // A graph launch notes one execution record for all its kernels: one value set either way.
   RETURN_IF_ERROR(injected_counter_failure());
   if (set->names().size() > counters_per_pass_) {
@@ -403,16 +404,26 @@ Status HostDevice::begin_range_pass(device::CounterSet* set, bool /*first_pass*/
   range_active_ = true;
   range_names_ = set->names();
   range_records_.clear();
+  range_flushes_.clear();
   return Status::Ok();
+}
+
+void HostDevice::range_flush(size_t launches) {
+  std::lock_guard lock(range_mu_);
+  if (range_active_) range_flushes_.push_back(launches);
 }
 
 Result<std::vector<std::vector<device::CounterValue>>> HostDevice::end_range_pass(size_t launches) {
   std::lock_guard lock(range_mu_);
   std::vector<std::vector<device::CounterValue>> out;
-  for (size_t i = 0; i < launches && i < range_records_.size(); ++i)
-    out.push_back(values_of(range_names_, range_records_[i].get()));
+  // As on CUDA: the flushes' ranges are left out where the engine said they fell. Were a
+  // position wrong, a launch would get a flush's (zero) values or its neighbour's.
+  const std::vector<size_t> ranges = device::launch_ranges(range_records_.size(), range_flushes_);
+  for (size_t i = 0; i < launches && i < ranges.size(); ++i)
+    out.push_back(values_of(range_names_, range_records_[ranges[i]].get()));
   range_active_ = false;
   range_records_.clear();
+  range_flushes_.clear();
   return out;
 }
 
@@ -428,11 +439,26 @@ Status HostDevice::flush_caches() {
     hook = flush_hook_;
   }
   if (hook) hook();
+  {
+    std::lock_guard lock(range_mu_);
+    if (range_active_) range_records_.push_back(nullptr);  // a range of its own, as on CUDA
+  }
   std::lock_guard lock(flush_mu_);
   ++flushes_.total;
   if (running_.load() > 0) ++flushes_.inside_pass;
   ++pending_flushes_;
+  dirty_bytes_ = 0;
   return Status::Ok();
+}
+
+void HostDevice::execution_started() {
+  std::lock_guard lock(flush_mu_);
+  flushes_.dirty_at_start.push_back(dirty_bytes_);
+}
+
+void HostDevice::execution_finished(uint64_t bytes_written) {
+  std::lock_guard lock(flush_mu_);
+  dirty_bytes_ += bytes_written;
 }
 
 uint64_t HostDevice::submission_started() {
@@ -471,6 +497,7 @@ Status HostLaunch::submit() {
   }
   stream->enqueue(
       [rec, dev = device, fn = fn, grid = grid, block = block, args = args, offsets = offsets] {
+        if (dev != nullptr) dev->execution_started();
         rec->start_ns = now_ns();
         ThreadContext ctx;
         ctx.grid_dim = grid;
@@ -480,7 +507,10 @@ Status HostLaunch::submit() {
         rec->end_ns = now_ns();
         if (rec->end_ns == rec->start_ns) ++rec->end_ns;
         // Before finish(): whoever waits for the pass may flush at once, and that is not inside it.
-        if (dev != nullptr) dev->submission_finished();
+        if (dev != nullptr) {
+          dev->execution_finished(rec->bytes_written);
+          dev->submission_finished();
+        }
         rec->finish();
       });
   return Status::Ok();
@@ -615,13 +645,17 @@ Status HostGraphLaunch::submit() {
     device->submission_started();
   }
   stream->enqueue([rec, dev = device, nodes = nodes] {
+    if (dev != nullptr) dev->execution_started();
     rec->start_ns = now_ns();
     run_nodes(nodes, *rec, rec->probe.get());
     if (rec->probe) rec->probe->finish();
     rec->end_ns = now_ns();
     if (rec->end_ns == rec->start_ns) ++rec->end_ns;
     // Before finish(): whoever waits for the pass may flush at once, and that is not inside it.
-    if (dev != nullptr) dev->submission_finished();
+    if (dev != nullptr) {
+      dev->execution_finished(rec->bytes_written);
+      dev->submission_finished();
+    }
     rec->finish();
   });
   return Status::Ok();

@@ -90,7 +90,10 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   uint64_t untracked_bytes() override { return untracked_.load(); }
   Status digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                      std::span<uint64_t> digests) override;
-  /// The host device has no caches: it counts the flushes (for tests: hostrt::testing).
+  /// The host device has no caches: it counts the flushes and models what they leave (for tests:
+  /// hostrt::testing). Like CUDA's flush, which is a kernel, one made while a range counter
+  /// session is open takes a range of its own there, which end_range_pass leaves out where
+  /// range_flush says it fell.
   Status flush_caches() override;
   device::CounterBackend* counters() override { return this; }
   device::PassService* service(int kind) override;
@@ -100,7 +103,9 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   Result<std::shared_ptr<device::CounterSet>> create(const std::vector<std::string>& names) override;
   Status begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_pass(device::Launch& launch) override;
-  Status begin_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph) override;
+  Status begin_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph,
+                          bool flushes) override;
+  void range_flush(size_t launches) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_range_pass(size_t launches) override;
 
   /// A launch was submitted: record its execution for an open range counter session.
@@ -119,12 +124,21 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   /// A kernel submission starts / finished executing (for cache_flushes().inside_pass).
   uint64_t submission_started();
   void submission_finished() { running_.fetch_sub(1); }
+  /// A kernel submission starts / finished executing on its worker: the cache model. Bytes
+  /// kernels wrote since the last flush_caches() are dirty; an execution that starts with dirty
+  /// bytes would be charged for their write-back (as a GPU kernel's DRAM writes are when the L2
+  /// was not flushed before it).
+  void execution_started();
+  void execution_finished(uint64_t bytes_written);
   /// What flush_caches() saw, for tests.
   struct FlushLog {
     uint64_t total = 0;        ///< flush_caches() calls
     uint64_t inside_pass = 0;  ///< calls while a kernel submission was in flight
     /// Per kernel submission, in order: flushes since the previous submission.
     std::vector<uint64_t> before_submission;
+    /// Per kernel execution, in the order they started: the dirty bytes it started with (0: it
+    /// started cold, right after a flush).
+    std::vector<uint64_t> dirty_at_start;
   };
   FlushLog flush_log();
   /// Called at the start of every flush_caches() (for tests: hostrt::testing::on_cache_flush).
@@ -143,6 +157,7 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   std::function<void()> flush_hook_;  // guarded by flush_mu_; called without it
   FlushLog flushes_;
   uint64_t pending_flushes_ = 0;
+  uint64_t dirty_bytes_ = 0;  // guarded by flush_mu_
   Status injected_counter_failure();
   std::mutex streams_mu_;
   std::map<Stream, std::shared_ptr<HostStream>> streams_;
@@ -151,7 +166,10 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   bool range_active_ = false;
   bool range_whole_graph_ = false;
   std::vector<std::string> range_names_;
+  /// The open range session's ranges in submission order: a launch's execution, or nullptr for a
+  /// flush made inside the session.
   std::vector<std::shared_ptr<ExecRecord>> range_records_;
+  std::vector<size_t> range_flushes_;  ///< range_flush() positions of the open session
   std::vector<std::unique_ptr<HostPassService>> services_;
 };
 

@@ -415,7 +415,8 @@ uint64_t agent_of(int device) {
 CacheFlushes cache_flushes(int device) {
   if (!rt().ensure().ok() || rt().device(device) == nullptr) return {};
   auto log = rt().device(device)->flush_log();
-  return {log.total, log.inside_pass, std::move(log.before_submission)};
+  return {log.total, log.inside_pass, std::move(log.before_submission),
+          std::move(log.dirty_at_start)};
 }
 void on_cache_flush(std::function<void()> hook, int device) {
   if (rt().ensure().ok() && rt().device(device))

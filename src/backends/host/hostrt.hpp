@@ -232,11 +232,14 @@ void fail_counter_passes(int n, int device = 0);
 /// Agent handle of @p device.
 uint64_t agent_of(int device = 0);
 /// Cache flushes the engine asked @p device for (Device::flush_caches): all of them, those made
-/// while a kernel ran, and per kernel submission (in order) the flushes since the previous one.
+/// while a kernel ran, per kernel submission (in order) the flushes since the previous one, and
+/// per kernel execution (in the order they started) the bytes earlier kernels wrote since the
+/// last flush: what a GPU kernel would be charged for writing back (0: it started cold).
 struct CacheFlushes {
   uint64_t total = 0;
   uint64_t inside_pass = 0;
   std::vector<uint64_t> before_submission;
+  std::vector<uint64_t> dirty_at_start;
 };
 CacheFlushes cache_flushes(int device = 0);
 /// Call @p hook (on the engine's thread) at the start of every cache flush on @p device; an empty
