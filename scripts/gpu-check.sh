@@ -85,6 +85,10 @@ for section in "${SECTIONS[@]}"; do
     step counters_check 400 python3 tests/gpu/counters_check.py "$D" "$W/counters" --ncu
     tail -12 "$W/counters_check.log" | tee -a "$O/summary.txt"
     ;;
+  crash)  # a fatal signal with a range open: the range is closed before the outputs (issue 13 item 5)
+    step crash_check 300 python3 tests/gpu/crash_check.py "$D" "$W/crash"
+    grep -E "^crash" "$W/crash_check.log" | tee -a "$O/summary.txt"
+    ;;
   fallback)  # the range profiler made unavailable: counting falls back to the profiler API (issue 13 item 2)
     step fallback_check 300 env KREPLAY_TEST_RANGE_PROFILER_UNAVAILABLE=1 python3 tests/gpu/counters_check.py "$D" "$W/fallback"
     tail -8 "$W/fallback_check.log" | tee -a "$O/summary.txt"
