@@ -111,8 +111,9 @@ def command(mode, name, args, bin_dir, dist, out_dir):
     count = os.environ.get("KREPLAY_SAMPLES_LAUNCH_COUNT", "25")
     cmd = [kreplay, "--metrics", TEN, "--launch-count", count, "-d", os.path.join(out_dir, mode, name),
            "-o", "run"]
-    if mode == "range":
-        cmd += ["--replay-mode", "range"]
+    # Named either way: the default (auto) would pick kernel replay here only because of
+    # --launch-count.
+    cmd += ["--replay-mode", "range" if mode == "range" else "kernel"]
     return cmd + ["--", exe] + args, env
 
 
