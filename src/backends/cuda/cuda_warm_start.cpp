@@ -43,13 +43,16 @@ WarmStartCost CudaCounterBackend::warm_start_cost() {
 }
 
 void CudaCounterBackend::warm_start(device::Launch& launch, bool range) {
+  // After a fallback to the profiler API, no warm start. Not probed here: creating the context's
+  // range profiler would mark the context as one that counted (below); where it cannot be
+  // enabled, this collection's own enable fails, falls back (profiler_for_current_context) and
+  // counts as a failed warm start.
   if (!warm_start_enabled() || !range_profiler_counter_api()) return;
   auto* cl = dynamic_cast<CudaLaunch*>(&launch);
   if (cl == nullptr || cl->capturing) return;
   InternalScope internal;
   CUcontext ctx = nullptr;
   if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr) return;
-  if (use_profiler_api()) return;  // the range profiler cannot be enabled here: fell back
   // The range mode and image size the dispatch's first counter pass configures (start_launch_pass,
   // start_range_pass): a graph launch is one user range; otherwise auto range, one range per
   // kernel-replay pass or range_capacity() in range replay (with room for the flushes' ranges
