@@ -48,12 +48,16 @@ CounterApi counter_api() {
 }
 
 /// KREPLAY_COUNTER_API unset: the range profiler, and CUPTI's profiler API for the rest of the
-/// process once the range profiler could not be enabled on a context (fall_back_to_profiler_api).
+/// process once the range profiler could not be enabled on a context (profiler_for_current_context).
 std::atomic<bool> g_fell_back{false};
 
+/// KREPLAY_COUNTER_API was given (then there is no fallback), read once: asked on every pass.
 bool counter_api_chosen() {
-  const char* env = std::getenv("KREPLAY_COUNTER_API");
-  return env != nullptr && *env != '\0';
+  static const bool chosen = [] {
+    const char* env = std::getenv("KREPLAY_COUNTER_API");
+    return env != nullptr && *env != '\0';
+  }();
+  return chosen;
 }
 
 CounterApi effective_counter_api() {
