@@ -378,7 +378,6 @@ class Engine {
   /// refuses to make device calls from it (a signal handler that interrupted the call).
   static void app_call_enter();
   static void app_call_exit();
-  static bool in_app_call();
   /// For a process about to end outside a normal exit (a fatal signal's handler): close every
   /// open range now, as range_barrier would (its remaining passes run, its records are
   /// delivered), waiting at most @p timeout_ms for a range another thread is busy with.

@@ -114,9 +114,6 @@ void Engine::app_call_enter() {
 void Engine::app_call_exit() {
   if (tl_app_call_depth > 0) --tl_app_call_depth;
 }
-bool Engine::in_app_call() {
-  return tl_app_call_depth > 0;
-}
 
 Status Engine::close_open_ranges(kreplay_range_close_reason_t why, uint64_t timeout_ms,
                                  uint64_t* open_launches) {

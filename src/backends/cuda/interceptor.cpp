@@ -531,7 +531,7 @@ bool is_copy_or_set(const char* name) {
   return name != nullptr && (std::strncmp(name, "cuMemcpy", 8) == 0 || std::strncmp(name, "cuMemset", 8) == 0);
 }
 
-// Marks the application's driver call for replay::Engine::in_app_call: entered at the ENTER
+// Marks the application's driver call for replay::Engine::close_open_ranges: entered at the ENTER
 // callback once its handling is done, left at the EXIT callback before its handling starts (so
 // kreplay's own work in both callbacks is outside the mark, as it runs on the thread anyway).
 struct AppCallMark {
