@@ -266,8 +266,9 @@ struct RangeState {
   /// A launch of the range points into managed memory: the host may read what it wrote with no
   /// call kreplay sees, so a synchronization closes the range.
   bool host_observable = false;
-  /// --cache-control all in a replayed range: the caches are also flushed before every launch of
-  /// every pass but the first (flush_before_launch), as kernel replay starts every launch cold.
+  /// --cache-control all in a replayed range: the caches are flushed before every launch of every
+  /// pass (flush_before_launch), as kernel replay starts every launch cold; the first launch's
+  /// flush too comes after the pass's counter session began, instead of one before the pass.
   /// Decided when the range opens, so every pass of its counter collection flushes alike.
   bool flush_launches = false;
   /// The stream of the range's last launch. A launch on another stream joins only when that
@@ -415,10 +416,13 @@ class Engine {
   /// PASS ENTER and the pass's services). A device that cannot is reported once. True when the
   /// caches were flushed.
   bool flush_before_pass(device::Device& dev);
-  /// Range replay, RangeState::flush_launches: before launch @p index (> 0) of @p r's current
-  /// pass is submitted, wait for the launch before it, flush the caches, and tell the counter
+  /// Range replay, RangeState::flush_launches: before launch @p index of @p r's current pass is
+  /// submitted, wait for the launch before it (if any), flush the caches, and tell the counter
   /// backend where the flush falls among the pass's counted launches (range_flush).
   void flush_before_launch(DeviceSlot& slot, RangeState& r, size_t index);
+  /// Wait for launch @p index - 1 of @p r's current pass (nothing for the first); false, said
+  /// once, when it did not complete in time.
+  bool wait_for_launch_before(RangeState& r, size_t index);
   /// --check-divergence, after pass st.pass completed: digest the snapshot's memory and compare
   /// it with the first pass's; a pass that differs is counted in outcome.diverged_passes.
   void check_divergence(DispatchState& st);

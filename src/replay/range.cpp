@@ -2,23 +2,27 @@
 //
 // Life of a range on a device (DeviceSlot::range, guarded by DeviceSlot::range_mu):
 //   open    at a launch when none is open: CONFIG ENTER (pass count), drain + snapshot under the
-//           window lock, cache flush, PASS 0 ENTER; the window lock is then released — every
-//           launch and every memory call of the application goes through range_enter /
-//           range_barrier, which close the range first when they are not the range's own next
-//           launch.
-//   record  each launch of the range: LAUNCH ENTER (the tool may unselect it); with cache control
-//           (a replayed range, RangeState::flush_launches) every launch but the first then waits
-//           for the one before and flushes the caches (flush_before_launch); its services' ENTER
-//           with the counter session of pass 0 begun before the first counted launch; the
-//           application submits it; at its API exit the backend's recorded copy is kept.
+//           window lock, a cache flush unless each launch gets its own (below), PASS 0 ENTER; the
+//           window lock is then released — every launch and every memory call of the
+//           application goes through range_enter / range_barrier, which close the range first
+//           when they are not the range's own next launch.
+//   record  each launch of the range: LAUNCH ENTER (the tool may unselect it); its services'
+//           ENTER, with the counter session of pass 0 begun before the first counted launch; with
+//           cache control (a replayed range, RangeState::flush_launches) a wait for the launch
+//           before and a cache flush (flush_before_launch); the application submits it; at its
+//           API exit the backend's recorded copy is kept.
 //   close   before the call that ends it: under the window lock, wait for pass 0, deliver its
-//           services, PASS 0 EXIT, then per further pass: restore, cache flush, PASS ENTER,
-//           services' ENTER, counter session, resubmit every recorded launch (with cache
-//           control, each after the one before completed and a flush), wait, services' EXIT,
-//           PASS EXIT. The last pass is not restored. CONFIG EXIT carries the outcome.
+//           services, PASS 0 EXIT, then per further pass: restore, cache flush (unless per
+//           launch), PASS ENTER, services' ENTER, counter session, resubmit every recorded launch
+//           (with cache control, each after the one before completed and a flush), wait,
+//           services' EXIT, PASS EXIT. The last pass is not restored. CONFIG EXIT carries the
+//           outcome.
 //
 // Cache control (--cache-control all) thus starts every launch of every pass of a replayed range
-// cold, as kernel replay does: a flush inside a counter session tells the counter backend where it
+// cold, as kernel replay does. Each launch's flush, the first's included, comes after the pass's
+// counter session began: starting a session writes device memory (CUPTI's, measured on the H200
+// as ~25 MiB of writes charged to the range's first launch when the flush came before it). A
+// flush inside a counter session tells the counter backend where it
 // falls (CounterBackend::range_flush), since on CUDA the flush is a kernel, counted as a range of
 // its own, that the backend leaves out of the launches' values (device/range_flushes.hpp).
 //
@@ -279,7 +283,6 @@ void Engine::range_enter(DispatchState& st) {
     if (open_range(slot, st, declined) && st.host_visible) {
       slot.range->probe = true;
       slot.range->counter_session_tried = true;  // its own run is not counted
-      slot.range->flush_launches = false;        // a range of one launch
     }
   }
   if (slot.range && can_join) {
@@ -415,9 +418,14 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
   }
   r->pre_active = hooks_.active_contexts();
   // A replayed range's launches each start cold too (flush_before_launch); a graph is one
-  // workload, a range that is not replayed is not cache-controlled (as in kernel replay).
-  r->flush_launches = r->plan.replay && !r->whole_graph && options().flush_caches;
-  flush_before_pass(*slot.device);
+  // workload, a range that is not replayed is not cache-controlled (as in kernel replay), nor is
+  // a host-visible launch's probe range (the caller makes it one: a range of one launch).
+  r->flush_launches =
+      r->plan.replay && !r->whole_graph && !first.host_visible && options().flush_caches;
+  // With flushes per launch the first launch's flush comes in add_to_range, once its counter
+  // session began: starting a session writes device memory (CUPTI's), which the launch would
+  // otherwise write back as its own traffic.
+  if (!r->flush_launches) flush_before_pass(*slot.device);
   r->pass = 0;
   {
     LocalContextScope scope(r->pre_active, {});
@@ -455,9 +463,6 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
     r.host_observable = true;
   rl->selected = hooks_.range_launch(r, ls);
   r.info.launch_count = r.launches.size() + 1;
-  // --cache-control all: the launch starts cold, after the range's launches before it completed
-  // and before its services and the application's submission (the first was flushed at open).
-  flush_before_launch(slot, r, r.launches.size());
   // Services of this launch on pass 0, with the loop's local overrides.
   {
     LocalContextScope scope(r.pre_active, r.overrides);
@@ -469,6 +474,9 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
       // The session starts at the range's first counted launch: launches before it are not
       // selected and run uncounted.
       r.counter_session_tried = true;
+      // With flushes per launch, the session's start (which writes device memory) waits for the
+      // uncounted launches before: the flush after it then leaves this launch cold.
+      if (r.flush_launches) (void)wait_for_launch_before(r, r.launches.size());
       if (Status s = counters->begin_range_pass(set, true, r.whole_graph, r.flush_launches);
           s.ok()) {
         r.counter_set = set;
@@ -483,6 +491,10 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
                                         "config per pass; later configs are ignored");
     }
   }
+  // --cache-control all: the launch starts cold, after the range's launches before it completed
+  // and after its counter session began (where it begins at this launch), just before the
+  // application's submission.
+  flush_before_launch(slot, r, r.launches.size());
   rl->counted = r.counter_set != nullptr;
   st.in_range = true;
   st.range_launch = rl.get();
@@ -519,21 +531,28 @@ void Engine::range_exit(DispatchState& st, bool submitted) {
   st.range_lock.unlock();
 }
 
-void Engine::flush_before_launch(DeviceSlot& slot, RangeState& r, size_t index) {
-  if (!r.flush_launches || index == 0 || index > r.launches.size()) return;
-  // The flush runs on kreplay's own stream: the launch before (and so every launch before it,
-  // one after another on the range's stream or streams) must have completed, or its dirty lines
-  // would be written back during this launch. On pass 0 that is the application's submission,
-  // waited for through its recorded copy.
-  if (device::Launch* before = r.launches[index - 1]->recorded.get(); before != nullptr) {
-    if (Status w = before->wait(options().drain_timeout_ms, nullptr); !w.ok()) {
-      KR_WARN_ONCE("range-flush-wait",
-                   "range {} pass {}: the caches were not flushed before a launch, the launch "
-                   "before it did not complete: {}",
-                   r.info.range_id, r.pass, w.message());
-      return;
-    }
+bool Engine::wait_for_launch_before(RangeState& r, size_t index) {
+  // Every launch before it ran one after another on the range's stream or streams: waiting for
+  // the one before waits for them all. On pass 0 that is the application's submission, waited
+  // for through its recorded copy. The first launch's pass was drained (pass 0: at open; later
+  // passes: by the restore).
+  device::Launch* before = index > 0 ? r.launches[index - 1]->recorded.get() : nullptr;
+  if (before == nullptr) return true;
+  if (Status w = before->wait(options().drain_timeout_ms, nullptr); !w.ok()) {
+    KR_WARN_ONCE("range-flush-wait",
+                 "range {} pass {}: the caches were not flushed before a launch, the launch "
+                 "before it did not complete: {}",
+                 r.info.range_id, r.pass, w.message());
+    return false;
   }
+  return true;
+}
+
+void Engine::flush_before_launch(DeviceSlot& slot, RangeState& r, size_t index) {
+  if (!r.flush_launches || index > r.launches.size()) return;
+  // The flush runs on kreplay's own stream: the launches before must have completed, or their
+  // dirty lines would be written back during this launch.
+  if (!wait_for_launch_before(r, index)) return;
   if (!flush_before_pass(*slot.device)) return;
   // Inside the pass's counter session the flush may be counted work of its own (CUDA: a CUPTI
   // range): the backend leaves it out of the launches' values.
@@ -667,7 +686,8 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
     out.bytes_restored += *restored;
     out.restore_ns += t1 - t0;
     r.intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, r.pass, t0, t1, *restored});
-    flush_before_pass(dev);
+    // With flushes per launch, the first launch's comes below, after the counter session began.
+    if (!r.flush_launches) flush_before_pass(dev);
     ++r.pass;
     for (auto& rl : r.launches) rl->st->pass = r.pass;
     hooks_.range_pass_enter(r, scope);
@@ -696,7 +716,7 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
       RangeLaunch& rl = *r.launches[i];
       const RangeLaunch* previous = i > 0 ? r.launches[i - 1].get() : nullptr;
       if (r.flush_launches) {
-        flush_before_launch(slot, r, i);  // waits for the launch before, then flushes
+        flush_before_launch(slot, r, i);  // waits for the launch before (if any), then flushes
       } else if (previous != nullptr &&
                  previous->st->info.stream_id.handle != rl.st->info.stream_id.handle) {
         // Launches on another stream than the one before were ordered by the application's

@@ -62,11 +62,11 @@ TEST_F(RangeCache, AllFlushesBeforeEveryLaunchOfEveryPass) {
   ASSERT_EQ(S().exits().size(), 1u);
   EXPECT_EQ(S().exits()[0].outcome.launches, 5u);
   EXPECT_EQ(S().exits()[0].outcome.passes_executed, 3u);
-  // One flush per launch and pass: pass 0's first when the range opened, every pass's first
-  // after its restore and before PASS ENTER, the others between the launches.
+  // One flush per launch and pass, each just before the launch's submission: every pass's first
+  // after PASS ENTER and the pass's counter session began (a session's start dirties memory of
+  // its own, on the host device as on CUDA), the others between the launches.
   EXPECT_EQ(after.total - before.total, 15u);
-  EXPECT_EQ(at_enter,
-            (std::vector<uint64_t>{before.total + 1, before.total + 6, before.total + 11}));
+  EXPECT_EQ(at_enter, (std::vector<uint64_t>{before.total, before.total + 5, before.total + 10}));
   ASSERT_EQ(after.before_submission.size() - before.before_submission.size(), 15u);
   EXPECT_EQ(last(after.before_submission, 15), std::vector<uint64_t>(15, 1));
   // Each made once the launch before it had completed, so each launch started cold.
@@ -133,9 +133,17 @@ TEST_F(RangeCache, CountersPerLaunchLandOnTheirLaunches) {
     count({"threads_launched", "bytes_written"});
     float* x = buffer(1000, 0.5f);
     const uint32_t sizes[] = {1000, 640, 320, 64};
+    const auto before = hr::testing::cache_flushes();
     for (uint32_t n : sizes) update(x, n);
     ASSERT_TRUE(hr::device_synchronize().ok());
+    const auto after = hr::testing::cache_flushes();
     ASSERT_EQ(S().exits().size(), 1u);
+    // With cache control every launch of every pass starts cold, the first of each pass too:
+    // its flush follows the start of the pass's counter session, which dirties memory.
+    ASSERT_EQ(after.dirty_at_start.size() - before.dirty_at_start.size(), 12u);
+    if (flush) {
+      EXPECT_EQ(last(after.dirty_at_start, 12), std::vector<uint64_t>(12, 0));
+    }
     auto ids = S().exits()[0].dispatch_ids;
     ASSERT_EQ(ids.size(), 4u);
     auto v = values();
@@ -152,8 +160,8 @@ TEST_F(RangeCache, CountersPerLaunchLandOnTheirLaunches) {
 }
 
 // A range whose first launch is not counted: on pass 0 the counter session begins at the second
-// launch, after the flush before it, so only the flush before the third launch is inside it; on
-// later passes the session holds every launch and both flushes between them.
+// launch, before the flush of that launch, so the flushes before the second and the third launch
+// are inside it; on later passes the session holds every launch and every flush.
 TEST_F(RangeCache, CountersLandOnTheirLaunchesWhenTheSessionStartsLate) {
   set_flush(true);
   count({"threads_launched"});

@@ -400,11 +400,17 @@ Status HostDevice::begin_range_pass(device::CounterSet* set, bool /*first_pass*/
                  fmt::format("the config needs {} counters; the host device collects {} per pass",
                              set->names().size(), counters_per_pass_));
   }
-  std::lock_guard lock(range_mu_);
-  range_active_ = true;
-  range_names_ = set->names();
-  range_records_.clear();
-  range_flushes_.clear();
+  {
+    std::lock_guard lock(range_mu_);
+    range_active_ = true;
+    range_names_ = set->names();
+    range_records_.clear();
+    range_flushes_.clear();
+  }
+  // As CUPTI's Start on CUDA: beginning a session writes device memory of its own, which the
+  // next launch would write back unless the caches are flushed after it.
+  std::lock_guard lock(flush_mu_);
+  dirty_bytes_ += kSessionStartDirtyBytes;
   return Status::Ok();
 }
 

@@ -103,8 +103,11 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   Result<std::shared_ptr<device::CounterSet>> create(const std::vector<std::string>& names) override;
   Status begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_pass(device::Launch& launch) override;
+  /// Beginning a range session dirties kSessionStartDirtyBytes, as CUPTI's Start writes device
+  /// memory on CUDA: a launch submitted after it without a flush between starts dirty.
   Status begin_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph,
                           bool flushes) override;
+  static constexpr uint64_t kSessionStartDirtyBytes = 4096;
   void range_flush(size_t launches) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_range_pass(size_t launches) override;
 
