@@ -20,11 +20,11 @@
 //
 // Cache control (--cache-control all) thus starts every launch of every pass of a replayed range
 // cold, as kernel replay does. Each launch's flush, the first's included, comes after the pass's
-// counter session began: starting a session writes device memory (CUPTI's, measured on the H200
-// as ~25 MiB of writes charged to the range's first launch when the flush came before it). A
-// flush inside a counter session tells the counter backend where it
-// falls (CounterBackend::range_flush), since on CUDA the flush is a kernel, counted as a range of
-// its own, that the backend leaves out of the launches' values (device/range_flushes.hpp).
+// counter session began: starting a session writes device memory (CUPTI's; on the H200 the
+// range's first launch was charged 27 MiB of DRAM writes, ncu 2.25, while its flush came first).
+// A flush inside a counter session tells the counter backend where it falls
+// (CounterBackend::range_flush), since on CUDA the flush is a kernel, counted as a range of its
+// own, that the backend leaves out of the launches' values (device/range_flushes.hpp).
 //
 // Everything kreplay does inside the range machinery (tool callbacks included) runs with a
 // thread-local depth above 0; calls made from there neither join nor close a range.
@@ -423,8 +423,7 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
   r->flush_launches =
       r->plan.replay && !r->whole_graph && !first.host_visible && options().flush_caches;
   // With flushes per launch the first launch's flush comes in add_to_range, once its counter
-  // session began: starting a session writes device memory (CUPTI's), which the launch would
-  // otherwise write back as its own traffic.
+  // session began (see the top of this file).
   if (!r->flush_launches) flush_before_pass(*slot.device);
   r->pass = 0;
   {
