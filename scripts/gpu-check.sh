@@ -433,8 +433,9 @@ for svc, k, n in [("PC sampling", "sb_pc", "sb_ncu_WarpStateStats"),
           f"ncu --section {n[7:]:15s} {per(n)}")
 PY
     ;;
-  servicesuite)  # the GPU suite's CUDA apps under counters and all three per-pass services (kernel replay;
-                 # range replay refuses per-pass services): digests equal to the plain runs
+  servicesuite)  # the GPU suite's CUDA apps under counters and all three per-pass services, in kernel and
+                 # range replay (KREPLAY_SS_MODES): digests equal to the plain runs; per service and mode,
+                 # how many apps got records
     ok=0 bad=0
     for a in inplace_counter lazy_globals atomic_histogram malloc_async vmm managed mapped_host \
              multistream_threads cublas_gemm cluster_launch multi_kernel_chain graph_launch coop_ptsz \
@@ -442,7 +443,7 @@ PY
       app=$D/bin/kreplay_gpu_$a
       timeout 60 "$app" >"$W/ss_${a}_plain.log" 2>&1
       want=$(grep -h "^KREPLAY_RESULT" "$W/ss_${a}_plain.log" | tail -1 | cut -d' ' -f3)
-      for mode in kernel; do
+      for mode in ${KREPLAY_SS_MODES:-kernel range}; do
         # --launch-count 4: a PC or PM sampling pass costs ~0.4 s of CUPTI enable/disable; the
         # launches after the fourth run once, unprofiled, and the digest still covers them.
         timeout -k 5 60 "$K" --replay-mode "$mode" --launch-count 4 --pmc smsp__inst_executed.sum --pc-sampling \
@@ -459,8 +460,14 @@ PY
         grep -h "records from" "$W/ss_${a}_$mode.log" | sed "s/^/servicesuite $a $mode: /" | cut -c1-200 >>"$W/servicesuite_records.txt"
       done
     done
-    note "servicesuite: $ok passed, $bad failed (17 apps, kernel replay, counters + PC sampling + SASS metrics + PM sampling)"
-    head -12 "$W/servicesuite_records.txt" | tee -a "$O/summary.txt"
+    note "servicesuite: $ok passed, $bad failed (17 apps x ${KREPLAY_SS_MODES:-kernel range}, counters + PC sampling + SASS metrics + PM sampling)"
+    for mode in ${KREPLAY_SS_MODES:-kernel range}; do
+      for svc in pc_sampling sass_metrics pm_sampling; do
+        with=$(grep -E " $mode: (==KREPLAY== )?$svc: [1-9][0-9]* records" "$W/servicesuite_records.txt" | wc -l)
+        note "servicesuite $mode $svc: records in $with of 17 apps"
+      done
+    done
+    cp "$W/servicesuite_records.txt" "$O/servicesuite_records.txt"
     ;;
   graphprobe)  # what CUPTI's range profiler reports for graph launches (bench/cuda/graph_probe.cu)
     for g in chain fork mixed child memnodes cond_if cond_while; do

@@ -161,23 +161,40 @@ Status place_service_passes(const CliOptions& o, bool from_input_file,
         "without -i, or drop {}",
         flag, flag));
   }
+  const bool range = o.settings.replay_mode && *o.settings.replay_mode == ReplayMode::kRange;
   if (o.settings.replay_mode && *o.settings.replay_mode != ReplayMode::kKernel &&
-      *o.settings.replay_mode != ReplayMode::kAuto) {
+      *o.settings.replay_mode != ReplayMode::kAuto && !range) {
     return InvalidArgument(fmt::format(
-        "{} cannot be confined to a pass in --replay-mode {} ({}); use --replay-mode kernel", flag,
-        to_string(*o.settings.replay_mode),
-        *o.settings.replay_mode == ReplayMode::kRange
-            ? "per-pass services run under kernel replay only"
-            : "each run would collect it again"));
+        "{} cannot be confined to a pass in --replay-mode {} (each run would collect it again); "
+        "use --replay-mode kernel or range",
+        flag, to_string(*o.settings.replay_mode)));
+  }
+  if (range) {
+    // A range's first pass is the application's own submission, which no service can hold.
+    for (const auto& spec : o.service_passes) {
+      if (spec.after_counters == 0 && spec.kind != PassKind::kTiming) {
+        const ServiceFlags& f = flags_of(spec.kind);
+        return InvalidArgument(fmt::format(
+            "{}-pass-position 0 puts {} on a range's first pass, which is the application's own "
+            "run in --replay-mode range; use a position of 1 or more, or --replay-mode kernel",
+            std::string(f.flag), f.flag));
+      }
+    }
   }
   for (ToolConfig& c : *runs) {
     c.services = o.services;
-    for (const auto& spec : o.service_passes) c.passes.push_back(spec);
     const bool counters = !c.pmc_groups.empty() || !c.metrics.empty() || !c.section_metrics.empty();
-    // Per-pass services run under kernel replay (an explicit range was refused above: a range
-    // here came from auto).
-    if (c.passes.size() > 1 || (counters && !c.passes.empty()) ||
-        c.replay_mode == ReplayMode::kRange)
+    if (range && !counters) {
+      // Nothing else for the range's first pass (the application's own): time it.
+      PassSpec first;
+      first.kind = PassKind::kTiming;
+      c.passes.push_back(first);
+    }
+    for (const auto& spec : o.service_passes) c.passes.push_back(spec);
+    // Per-pass services run under kernel replay unless range replay was asked for by name (a
+    // range here came from auto).
+    if (!range && (c.passes.size() > 1 || (counters && !c.passes.empty()) ||
+                   c.replay_mode == ReplayMode::kRange))
       c.replay_mode = ReplayMode::kKernel;
     default_to_first_launches(c, notes);
   }

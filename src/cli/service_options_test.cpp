@@ -106,9 +106,28 @@ TEST(ServiceOptions, OneServiceAloneIsOneRunWithoutReplayAndNoDefaultSet) {
   EXPECT_TRUE(c.section_metrics.empty());  // no default set basic
 }
 
+TEST(ServiceOptions, RangeReplayKeepsServicesOffTheRangesFirstPass) {
+  // Range replay named: kept, services after the counters.
+  auto with_counters =
+      plan_ok(parse_cli({"--pmc", "A", "--pc-sampling", "--replay-mode", "range"}));
+  const ToolConfig& c = with_counters.runs[0].config;
+  EXPECT_EQ(c.replay_mode, ReplayMode::kRange);
+  EXPECT_EQ(kinds(c), (std::vector<PassKind>{PassKind::kCounters, PassKind::kPcSampling}));
+  // No counters: a timing pass holds the range's first pass (the application's own run).
+  auto alone = plan_ok(parse_cli({"--source-counters", "--replay-mode", "range"}));
+  EXPECT_EQ(alone.runs[0].config.replay_mode, ReplayMode::kRange);
+  EXPECT_EQ(kinds(alone.runs[0].config),
+            (std::vector<PassKind>{PassKind::kTiming, PassKind::kSassMetrics}));
+  // A service put on that first pass is refused, naming the option.
+  EXPECT_HAS(plan_error(parse_cli({"--pmc", "A", "--pm-sampling", "pm__ops",
+                                   "--pm-sampling-pass-position", "0", "--replay-mode", "range"})),
+             "--pm-sampling-pass-position 0 puts --pm-sampling on a range's first pass");
+  // auto still picks kernel replay for services.
+  auto automatic = plan_ok(parse_cli({"--pmc", "A", "--pc-sampling"}));
+  EXPECT_EQ(automatic.runs[0].config.replay_mode, ReplayMode::kKernel);
+}
+
 TEST(ServiceOptions, ModesThatCannotConfineAPassAreRejected) {
-  EXPECT_HAS(plan_error(parse_cli({"--pmc", "A", "--pc-sampling", "--replay-mode", "range"})),
-             "use --replay-mode kernel");
   EXPECT_HAS(
       plan_error(parse_cli({"--pmc", "A", "--source-counters", "--replay-mode", "application"})),
       "--source-counters cannot be confined to a pass in --replay-mode application");

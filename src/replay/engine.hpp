@@ -212,6 +212,16 @@ class Hooks {
   virtual void range_pass_exit(RangeState& range) = 0;
   /// The counter set the services chose for @p launch in before_submit (in a range), or nullptr.
   virtual device::CounterSet* armed_set(DispatchState& launch) = 0;
+  /// In a range's later passes the per-pass services (PC sampling, ...) that before_submit
+  /// gathered for @p launch are not armed there, as every launch's before_submit comes before
+  /// the first resubmission and one launch at a time can hold a service. The engine arms them
+  /// right before the launch's resubmission (returns whether any was armed), waits for the
+  /// launch, and ends them (range_services_end) before the next launch goes.
+  virtual bool range_services_begin(DispatchState& launch) {
+    (void)launch;
+    return false;
+  }
+  virtual void range_services_end(DispatchState& launch) { (void)launch; }
 
   /// Before a window opens (kernel replay: before the snapshot; range replay: as a range opens,
   /// @p range true), with the device's window held exclusively and the device neither capturing

@@ -723,11 +723,19 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
         if (Status w = previous->recorded->wait(opt.drain_timeout_ms, nullptr); !w.ok())
           KR_WARN("range {} pass {}: {}", r.info.range_id, r.pass, w.message());
       }
+      const bool serviced = hooks_.range_services_begin(*rl.st);
       if (Status s = rl.recorded->relaunch(); !s.ok()) {
         KR_ERROR("range {} pass {}: resubmission failed: {}", r.info.range_id, r.pass,
                  s.message());
+        if (serviced) hooks_.range_services_end(*rl.st);
         submitted = false;
         break;
+      }
+      if (serviced) {
+        // A per-pass service holds the device for this launch alone: let it finish first.
+        if (Status w = rl.recorded->wait(opt.drain_timeout_ms, nullptr); !w.ok())
+          KR_WARN("range {} pass {}: {}", r.info.range_id, r.pass, w.message());
+        hooks_.range_services_end(*rl.st);
       }
     }
     ok = complete_pass();

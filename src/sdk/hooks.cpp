@@ -169,6 +169,16 @@ void SdkHooks::pass_exit(replay::DispatchState& st) {
   deliver_pass(st, KREPLAY_CALLBACK_PHASE_EXIT, nullptr);
 }
 
+bool SdkHooks::range_services_begin(replay::DispatchState& st) {
+  auto* d = static_cast<HookData*>(st.hook_data);
+  if (d == nullptr || d->services.empty() || !st.in_range || st.pass == 0) return false;
+  return d->services.begin(rt_, st);
+}
+
+void SdkHooks::range_services_end(replay::DispatchState& st) {
+  if (auto* d = static_cast<HookData*>(st.hook_data)) d->services.end(st);
+}
+
 bool SdkHooks::before_submit(replay::DispatchState& st) {
   HookData* d = static_cast<HookData*>(st.hook_data);
   if (d == nullptr) {
@@ -249,12 +259,14 @@ bool SdkHooks::before_submit(replay::DispatchState& st) {
     }
   }
   if (!d->services.empty()) {
-    if (st.in_range) {
+    if (st.in_range && st.pass == 0) {
+      // The application submits a range's first pass itself, launches in flight together.
       d->services.refuse(Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
-                               "per-pass services run under kernel replay, not in range replay"));
-    } else {
+                               "per-pass services do not run on a range's first pass (the "
+                               "application's own submission); give them a later pass"));
+    } else if (!st.in_range) {
       d->services.begin(rt_, st);
-    }
+    }  // in a range's later passes the engine arms them launch by launch (range_services_begin)
   }
   if (!d->sets.empty() && !st.in_range) {
     const AgentEntry* agent = rt_.agent(st.info.agent_id.handle);

@@ -27,6 +27,8 @@ class SdkHooks final : public replay::Hooks {
   void range_pass_enter(replay::RangeState& range, replay::LocalContextScope& local) override;
   void range_pass_exit(replay::RangeState& range) override;
   device::CounterSet* armed_set(replay::DispatchState& launch) override;
+  bool range_services_begin(replay::DispatchState& launch) override;
+  void range_services_end(replay::DispatchState& launch) override;
   /// When a tool counts: the agent's CounterBackend::warm_start for this launch.
   void warm_start(replay::DispatchState& st, bool range) override;
 

@@ -120,7 +120,8 @@ void PassServiceRun::refuse(const Status& why) {
   for (auto& r : kinds_) r.status = why;
 }
 
-void PassServiceRun::begin(Runtime& rt, replay::DispatchState& st) {
+bool PassServiceRun::begin(Runtime& rt, replay::DispatchState& st) {
+  bool any = false;
   const AgentEntry* agent = rt.agent(st.info.agent_id.handle);
   for (auto& r : kinds_) {
     if (!r.status.ok()) continue;
@@ -133,10 +134,20 @@ void PassServiceRun::begin(Runtime& rt, replay::DispatchState& st) {
     // The contexts of one kind share its settings only if they agree; the first one's are used.
     r.status = r.backend->begin_pass(*st.launch, r.contexts.front()->services[r.kind].settings);
     r.begun = r.status.ok();
+    any |= r.begun;
     if (!r.begun) {
       KR_WARN("dispatch {} pass {}: {} not collected: {}", st.info.dispatch_id, st.pass,
               title(r.kind), r.status.message());
     }
+  }
+  return any;
+}
+
+void PassServiceRun::end(replay::DispatchState& st) {
+  for (auto& r : kinds_) {
+    if (!r.begun || r.ended) continue;
+    r.ended = true;
+    if (Status e = r.backend->end_pass(*st.launch); !e.ok()) r.status = e;
   }
 }
 
@@ -146,7 +157,7 @@ void PassServiceRun::finish(Runtime& rt, replay::DispatchState& st) {
   for (auto& r : kinds_) {
     std::vector<device::ServiceSample> samples;
     if (r.begun) {
-      Status e = r.backend->end_pass(*st.launch);
+      Status e = r.ended ? r.status : r.backend->end_pass(*st.launch);
       auto flushed = r.backend->flush(*st.launch);
       if (!e.ok()) {
         r.status = e;

@@ -40,8 +40,11 @@ class PassServiceRun {
   std::vector<std::string> names() const;
   /// None of them collects on this pass; each hears @p why after the pass.
   void refuse(const Status& why);
-  /// Arm every kind on the dispatch's device for the coming submission.
-  void begin(Runtime& rt, replay::DispatchState& st);
+  /// Arm every kind on the dispatch's device for the coming submission; whether any was armed.
+  bool begin(Runtime& rt, replay::DispatchState& st);
+  /// The submission completed: stop every armed kind now (reading what it collected), before
+  /// another launch's pass arms it; finish delivers it later.
+  void end(replay::DispatchState& st);
   /// After the pass: end, flush and deliver each kind's records (or its status) to its contexts.
   void finish(Runtime& rt, replay::DispatchState& st);
 
@@ -51,6 +54,7 @@ class PassServiceRun {
     std::vector<Context*> contexts;
     device::PassService* backend = nullptr;
     bool begun = false;
+    bool ended = false;  ///< end() stopped it; finish only flushes
     Status status;
   };
   std::vector<KindRun> kinds_;

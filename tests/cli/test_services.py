@@ -193,6 +193,42 @@ class Services(e2e.KreplayTestCase):
         self.assertEqual(len(sass), 1, str(r))
         self.assertRegex(sass[0], r"sass_metrics: [1-9]\d* records from 4 passes$")
 
+    def test_range_replay_runs_each_service_launch_by_launch(self):
+        # The same launches in kernel and in range replay: every service's values per dispatch
+        # are the same, on the same passes (counters on the range's own pass 0, then PC sampling,
+        # SASS metrics, PM sampling), and the run says it was range replay.
+        args = ("--pmc", "ops", "--pc-sampling", "--pc-sampling-period", "5", "--source-counters",
+                "--pm-sampling", "pm__ops", "--pm-sampling-interval", "500", "--launch-count", "4")
+        got = {}
+        for mode in ("kernel", "range"):
+            r = self.sample(*args, "--replay-mode", mode, "-d", mode)
+            db = self.db_of(r, os.path.join(r.cwd, mode))
+            self.assertEqual(e2e.rows(db, "SELECT replay_mode FROM run")[0]["replay_mode"], mode)
+            self.assertFalse([l for l in r.kreplay_lines if "not collected" in l], str(r))
+            got[mode] = {
+                t: [tuple(x.values()) for x in e2e.rows(db, q)]
+                for t, q in (
+                    ("pc", "SELECT dispatch_id, replay_pass, function, pc_offset, stall_reason, "
+                           "samples FROM pc_samples ORDER BY 1, 2, 3, 4, 5"),
+                    ("sass", "SELECT dispatch_id, replay_pass, function, pc_offset, metric, value "
+                             "FROM sass_metrics ORDER BY 1, 2, 3, 4, 5"),
+                    ("pm", "SELECT dispatch_id, replay_pass, metric, value FROM pm_samples "
+                           "ORDER BY 1, 2, 3, 4"),
+                    ("counters", "SELECT dispatch_id, replay_pass, value FROM counters "
+                                 "ORDER BY 1, 2"))}
+        for table in ("pc", "sass", "pm", "counters"):
+            self.assertTrue(got["kernel"][table], table)
+            self.assertEqual(got["range"][table], got["kernel"][table], table)
+        self.assertEqual({row[1] for row in got["range"]["pc"]}, {1})
+        self.assertEqual({row[1] for row in got["range"]["counters"]}, {0})
+
+    def test_range_replay_times_the_first_pass_when_only_services_run(self):
+        r = self.sample("--source-counters", "--replay-mode", "range", "--launch-count", "2")
+        db = self.db_of(r)
+        sass = e2e.rows(db, "SELECT DISTINCT replay_pass FROM sass_metrics")
+        self.assertEqual([s["replay_pass"] for s in sass], [1], str(r))
+        self.assertFalse([l for l in r.kreplay_lines if "not collected" in l], str(r))
+
     def test_summary_names_the_top_instructions(self):
         r = self.sample("--pc-sampling", "--source-counters", "--summary")
         top = [l for l in r.stderr.splitlines() if "Top instructions of " in l]
@@ -218,9 +254,12 @@ class Services(e2e.KreplayTestCase):
     def test_bad_input_is_one_line(self):
         r = self.kreplay("--pc-sampling-period", "7", "--", e2e.SAMPLE_APP)
         self.assert_one_line_error(r, "--pc-sampling-period", "add --pc-sampling")
-        r = self.kreplay("--pmc", "ops", "--pc-sampling", "--replay-mode", "range", "--",
+        r = self.kreplay("--pmc", "ops", "--pc-sampling", "--replay-mode", "application", "--",
                          e2e.SAMPLE_APP)
-        self.assert_one_line_error(r, "--pc-sampling", "use --replay-mode kernel")
+        self.assert_one_line_error(r, "--pc-sampling", "use --replay-mode kernel or range")
+        r = self.kreplay("--pmc", "ops", "--pc-sampling", "--pc-sampling-pass-position", "0",
+                         "--replay-mode", "range", "--", e2e.SAMPLE_APP)
+        self.assert_one_line_error(r, "--pc-sampling-pass-position 0", "position of 1 or more")
         # A metric the device does not have: the tool stops the application before it runs.
         r = self.kreplay("--sass-metrics", "smsp__sass_inst_executd", "--", e2e.SAMPLE_APP)
         self.assert_one_line_error(r, "smsp__sass_inst_executd", "did you mean")
