@@ -171,10 +171,15 @@ bool Engine::range_spans_sync(const DeviceSlot& slot, const RangeState& r) const
   // Declined, probing and whole-graph ranges close at their launch's exit; one whose launches
   // reach managed memory (directly, or possibly through memory, while the device holds any) could
   // be read by the host without a call after the synchronization. Mapped host memory in a
-  // launch's arguments already makes that launch a range of its own.
+  // launch's arguments already makes that launch a range of its own. And the range's snapshot
+  // holds every mapped host allocation of the device, which the host may write after the
+  // synchronization with no call kreplay sees: the range's restores would undo those writes
+  // (cuda-samples inlinePTX filled a pinned buffer between its synchronize and its next
+  // allocation, and failed its check), so while the device has any, a synchronization closes.
   return range_options().span_syncs && r.declined == KREPLAY_DECLINE_REASON_NONE && !r.probe &&
          !r.whole_graph && !r.host_observable &&
-         !inventory_.holds(slot.agent, KREPLAY_MEMORY_KIND_MANAGED);
+         !inventory_.holds(slot.agent, KREPLAY_MEMORY_KIND_MANAGED) &&
+         !inventory_.holds(slot.agent, KREPLAY_MEMORY_KIND_HOST_MAPPED);
 }
 
 void Engine::range_sync(uint64_t agent, const char* call) {

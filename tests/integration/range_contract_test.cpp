@@ -594,6 +594,28 @@ TEST_F(Range, ManagedMemoryMakesASynchronizationCloseTheRange) {
   EXPECT_EQ(read(x, 3), expect(0.5f + 0.003f, 2));
 }
 
+// The range's snapshot holds the device's mapped host memory, which the host may write after a
+// synchronization with no call kreplay sees (cuda-samples inlinePTX): while the device has any, a
+// synchronization closes the range, so that its restores cannot undo those writes.
+TEST_F(Range, MappedHostMemoryMakesASynchronizationCloseTheRange) {
+  span_syncs(true);
+  float* x = buffer(256, 0.5f);
+  auto* h = static_cast<float*>(*hr::malloc_host_mapped(256 * sizeof(float)));
+  for (int i = 0; i < 256; ++i) h[i] = 0.0f;
+  update(x, 256);  // does not touch h
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  for (int i = 0; i < 256; ++i) h[i] = 7.0f;  // the host fills its own buffer
+  EXPECT_EQ(read(x), expect(0.5f + 0.007f, 1));
+  EXPECT_EQ(h[0], 7.0f);
+  EXPECT_EQ(h[255], 7.0f);
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_SYNCHRONIZE);
+  EXPECT_EQ(exits[0].outcome.synchronizations_spanned, 0u);
+  EXPECT_EQ(exits[0].outcome.passes_executed, 3u);
+  EXPECT_TRUE(hr::free(h).ok());
+}
+
 // RangeOptions::span_syncs off (KREPLAY_RANGE_SYNC=close): every synchronization closes.
 TEST_F(Range, WithSpanningOffEverySynchronizationCloses) {
   float* x = buffer(256, 0.5f);
