@@ -184,6 +184,7 @@ Result<cupti::RangeProfiler*> CudaCounterBackend::profiler_for_current_context()
   CUcontext ctx = nullptr;
   KR_CU(cuCtxGetCurrent(&ctx));
   auto& p = profilers_[ctx];
+  used_.store(true);
   if (!p) {
     auto created = range_profiler_disabled_for_test()
                        ? Result<std::unique_ptr<cupti::RangeProfiler>>(
@@ -257,19 +258,22 @@ void CudaCounterBackend::reset_profiler() {
   }
   range_started_ = false;
   range_user_ = false;
+  range_midway_ = false;
+}
+
+bool CudaCounterBackend::holds_profiler_here() {
+  CUcontext ctx = nullptr;
+  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) return false;
+  std::lock_guard lock(mu_);
+  auto it = profilers_.find(ctx);
+  auto si = sessions_.find(ctx);
+  const bool session = si != sessions_.end() && si->second;
+  return (it != profilers_.end() && it->second) || session;
 }
 
 bool CudaCounterBackend::yield_profiler(CudaLaunch& launch) {
   if (launch.counter_set != nullptr && !launch.counter_collection_done) return false;
-  CUcontext ctx = nullptr;
-  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) return false;
-  {
-    std::lock_guard lock(mu_);
-    auto it = profilers_.find(ctx);
-    auto si = sessions_.find(ctx);
-    bool session = si != sessions_.end() && si->second;
-    if ((it == profilers_.end() || !it->second) && !session) return false;
-  }
+  if (range_midway_ || !holds_profiler_here()) return false;
   reset_profiler();
   launch.counter_set = nullptr;  // a later counter pass of this launch configures afresh
   return true;
@@ -387,11 +391,14 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_p
 Status CudaCounterBackend::begin_range_pass(device::CounterSet* set, bool first_pass,
                                             bool whole_graph, bool flushes) {
   Status s = start_range_pass(set, first_pass, whole_graph, flushes);
-  if (s.ok()) return s;
-  KR_WARN("counters: {}; starting over on a fresh profiler object", s.message());
-  reset_profiler();
-  if (!first_pass) return s;  // the range's collection had passes behind it: lost
-  return start_range_pass(set, true, whole_graph, flushes);
+  if (!s.ok()) {
+    KR_WARN("counters: {}; starting over on a fresh profiler object", s.message());
+    reset_profiler();
+    if (!first_pass) return s;  // the range's collection had passes behind it: lost
+    s = start_range_pass(set, true, whole_graph, flushes);
+  }
+  range_midway_ = s.ok();
+  return s;
 }
 
 void CudaCounterBackend::range_flush(size_t launches) {
@@ -449,6 +456,7 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_r
   }
   auto stopped = rp->stop();
   if (!stopped.ok()) return failed(stopped.status());
+  range_midway_ = !stopped->all_passes_submitted;
   if (!stopped->all_passes_submitted) return out;  // values come with the set's last pass
   auto decoded = decode_ranges(*rp);
   if (!decoded.ok()) return failed(decoded.status());
@@ -473,6 +481,7 @@ Result<cupti::ProfilerApiSession*> CudaCounterBackend::session_for_current_conte
   CUcontext ctx = nullptr;
   KR_CU(cuCtxGetCurrent(&ctx));
   auto& s = sessions_[ctx];
+  used_.store(true);
   if (!s) {
     auto created = cupti::ProfilerApiSession::create(ctx);
     if (!created.ok()) {
@@ -535,6 +544,7 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_p
   if (Status st = s->pop_range(); !st.ok()) return failed(st);
   auto stopped = s->stop();
   if (!stopped.ok()) return failed(stopped.status());
+  range_midway_ = !stopped->all_passes_submitted;
   if (!stopped->all_passes_submitted) return out;
   launch.counter_collection_done = true;
   auto dropped = s->decode();
@@ -596,6 +606,7 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_r
   }
   auto stopped = s->stop();
   if (!stopped.ok()) return failed(stopped.status());
+  range_midway_ = !stopped->all_passes_submitted;
   if (!stopped->all_passes_submitted) return out;
   auto dropped = s->decode();
   if (!dropped.ok()) return failed(dropped.status());

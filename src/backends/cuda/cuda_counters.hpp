@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <atomic>
 
 #include <cstdint>
 #include <map>
@@ -132,9 +133,15 @@ class CudaCounterBackend final : public device::CounterBackend {
   /// Give the calling context's range profiler up so that another CUPTI profiling API (a
   /// per-pass service, services/) can start there: CUPTI's profiling API sets cannot be mixed and
   /// the profiler stays enabled between counter passes. The next counter pass enables a fresh one
-  /// (~170 ms). False when there is none, or when @p launch is midway through a counter
-  /// collection (its next counter pass needs this object).
+  /// (~170 ms). False when there is none, or when @p launch (or the open range) is midway
+  /// through a counter collection (its next counter pass needs this object).
   bool yield_profiler(CudaLaunch& launch);
+  /// Whether a range profiler (or profiler-API session) of the counters is on the calling
+  /// thread's context now.
+  bool holds_profiler_here();
+  /// Whether the counters have used CUPTI's range profiler (or profiler API) in this process,
+  /// given up since or not.
+  bool used() const { return used_.load(); }
   /// Every profiler created so far (for cost reports at exit; creates none).
   std::vector<cupti::RangeProfiler*> existing_profilers();
   /// Every profiler-API session object created so far (KREPLAY_COUNTER_API=profiler*; for cost
@@ -181,6 +188,9 @@ class CudaCounterBackend final : public device::CounterBackend {
   WarmStartCost warm_cost_;
   bool range_started_ = false;
   bool range_user_ = false;  // the open range pass is one user range around a graph launch
+  // A range's counter collection has passes still to come (its profiler must not be given up).
+  bool range_midway_ = false;
+  std::atomic<bool> used_{false};
   CUcontext range_ctx_ = nullptr;      // the context the open range pass counts on
   std::vector<size_t> range_flushes_;  // range_flush() positions in the open range pass
 };

@@ -73,6 +73,23 @@ bool yield_counters(CudaDevice* dev, CudaLaunch& launch, const char* service) {
   return true;
 }
 
+Status make_room(CudaDevice* dev, CudaLaunch& launch, const char* service) {
+  auto* counters = dev ? dynamic_cast<CudaCounterBackend*>(dev->counters()) : nullptr;
+  if (counters == nullptr || !counters->holds_profiler_here()) return Status::Ok();
+  if (counters->yield_profiler(launch)) {
+    KR_WARN_ONCE("service-room",
+                 "{} does not run next to the counters' range profiler: it is disabled for the "
+                 "service's pass and re-enabled (~170 ms) by the next counter pass",
+                 service);
+    return Status::Ok();
+  }
+  return Error(KREPLAY_STATUS_ERROR_SERVICE_CONFLICT,
+               fmt::format("{} cannot run between the counter passes of one launch (the counters' "
+                           "range profiler holds the context until its last pass); put its pass "
+                           "before or after them (--<service>-pass-position)",
+                           service));
+}
+
 // ---- cubins -------------------------------------------------------------------------------
 
 namespace {

@@ -9,11 +9,13 @@
 // (PC sampling and SASS metrics lose what is unread when disabled); flush only hands it over.
 //
 // The range profiler is the exception: it stays enabled on the context between counter passes
-// (re-enabling costs ~170 ms). When a service's enable fails while it is there, the service asks
-// the counters to give it up (yield_counters) and tries once more; if that is not possible (the
-// launch is midway through a counter collection) or does not help, the pass's status is
-// SERVICE_CONFLICT, saying that the service could not start next to the counters. Unverified
-// without a GPU: whether CUPTI refuses these APIs next to an enabled range profiler at all.
+// (re-enabling costs ~170 ms). When SASS metrics' enable fails while it is there, the service
+// asks the counters to give it up (yield_counters) and tries once more. PC sampling and PM
+// sampling do not fail next to it in a way that can be caught at enable (PC sampling enables,
+// then collects nothing; PM sampling's Start is refused as HARDWARE_BUSY), so they ask first
+// (make_room). When the counters cannot give it up (the launch is midway through a counter
+// collection) or it does not help, the pass's status is SERVICE_CONFLICT, saying that the
+// service could not start next to the counters.
 //
 // Threading (service.hpp): one launch's passes run on one thread; several launches may run on
 // several threads, so the per-launch holder and the cubin store take a mutex.
@@ -86,6 +88,14 @@ Status service_status(CUptiResult result, const char* call, const char* service,
 /// and @p launch is not midway through a counter collection, so the caller can enable once more
 /// (CudaCounterBackend::yield_profiler). Says so once.
 bool yield_counters(CudaDevice* dev, CudaLaunch& launch, const char* service);
+
+/// Before enabling a service that collects nothing next to an enabled range profiler (PC
+/// sampling: no sample; PM sampling: Start answers CUPTI_ERROR_HARDWARE_BUSY; both seen on the
+/// H200 in runs with counters): give the counters' range profiler on this context up first, as
+/// yield_counters does after a failure. SERVICE_CONFLICT when the counters hold it and cannot
+/// give it up (the launch is midway through a counter collection: the service's pass sits
+/// between counter passes), saying to move the pass; Ok otherwise.
+Status make_room(CudaDevice* dev, CudaLaunch& launch, const char* service);
 
 // ---- cubins, for the `sass` table ------------------------------------------------------------
 

@@ -13,12 +13,12 @@
 // instruction text (left empty; a later step may disassemble the cubin with nvdisasm); the source
 // line comes from the module's cubin when kreplay kept it (cupti_service.hpp: source_line).
 //
-// Unverified without a GPU: that Enable inside the launch callback (where the engine calls
-// begin_pass) works; the NVIDIA sample enables at context creation. If it does not, Enable fails
-// and the pass's record carries CUPTI's message. Also unverified: third-party code (unattributed)
-// reports that PC sampling stops working once CUPTI's profiler is initialized
-// (cuptiProfilerInitialize, which the counters and the other two services call); if PC sampling
-// fails only next to them, that is the first suspect.
+// Enable inside the launch callback (where the engine calls begin_pass) works on the H200: alone,
+// a hot loop's kernel gets ~240,000 samples. Next to the counters it gets none (end_pass says
+// so). A probe without kreplay (2026-12-03, H200, CUDA 13.0) sampled as much after
+// cuptiProfilerInitialize, with a range profiler enabled on the context, after it was disabled,
+// and with the kernel relaunched inside a launch callback on the same or another thread; what
+// kreplay's counter passes leave behind that stops it is not found yet.
 #include <cupti_pcsampling.h>
 #include <fmt/format.h>
 
@@ -111,6 +111,7 @@ class CudaPcSampling final : public device::PassService {
     if (cl->capturing) return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "stream is being captured");
     ASSIGN_OR_RETURN(CUcontext ctx, current_context());
     InternalScope internal;
+    RETURN_IF_ERROR(make_room(dev_, *cl, kService));
     auto armed = std::make_unique<Armed>();
     armed->ctx = ctx;
     CUpti_PCSamplingEnableParams en{};
@@ -182,8 +183,11 @@ class CudaPcSampling final : public device::PassService {
     add_sources(out, crcs, false);
     if (out.empty() && counters_profiled()) {
       // On the H200 (CUDA 13.0) PC sampling collected nothing, on every launch, in runs whose
-      // counters had used CUPTI's range profiler in the process; alone it works. Say so rather
-      // than hand out an empty, plausible-looking pass.
+      // counters had used CUPTI's range profiler in the process, even with the profiler disabled
+      // for the pass (make_room); alone it works. A probe (no kreplay, 2026-12-03) sampled the
+      // same with the profiler initialized, enabled, disabled again, and with the kernel
+      // relaunched inside a launch callback: the cause is elsewhere. Say so rather than hand out
+      // an empty, plausible-looking pass.
       std::lock_guard lock(mu_);
       empty_next_to_counters_.insert(&launch);
     }
@@ -296,11 +300,11 @@ class CudaPcSampling final : public device::PassService {
   }
 
   CudaDevice* dev_;
-  // Whether the counters' range profiler has been used in this process (a profiler object exists).
+  // Whether the counters have used CUPTI's range profiler in this process (given up for this
+  // pass by make_room or not).
   bool counters_profiled() const {
     auto* counters = dynamic_cast<CudaCounterBackend*>(dev_->counters());
-    return counters != nullptr &&
-           (!counters->existing_profilers().empty() || !counters->existing_sessions().empty());
+    return counters != nullptr && counters->used();
   }
 
   std::unordered_set<const device::Launch*> empty_next_to_counters_;  // guarded by mu_
