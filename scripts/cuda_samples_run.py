@@ -22,7 +22,8 @@ summary is `N passed, M failed, D fully declined`.
 
 Environment: KREPLAY_SAMPLES_NATIVE_JSON (the native.json a native run wrote into its out-dir:
 lets the other modes run without a native run in the same call), KREPLAY_SAMPLES_TIMEOUT (s,
-default 120), KREPLAY_SAMPLES_FILTER (regex on the
+default 120; a sample whose native run is long gets its native time times the mode's executions
+per launch, plus 30 s, when that is more), KREPLAY_SAMPLES_FILTER (regex on the
 sample name), KREPLAY_SAMPLES_LAUNCH_COUNT (launches profiled per sample in kernel/range mode,
 kreplay's --launch-count, default 25: with the 10-pass set a launch costs about 0.2 s on the H200,
 so 200 launches took 40 s a sample), KREPLAY_SAMPLES_REPLAY_COUNT (launches replayed per sample
@@ -175,6 +176,15 @@ def verdicts(text):
     return sorted({l.strip() for l in app_lines(text) if VERDICT.search(l)})
 
 
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def masked(lines):
+    """Verdict lines with their numbers masked: a verdict that prints a time or a rate ("CUDA Link
+    Completed in 43.4ms") is the same verdict in every run."""
+    return sorted({NUMBER.sub("#", l) for l in lines})
+
+
 def judge(mode, rc, text, native_verdicts):
     """(ok, detail, replayed, declined) for one run."""
     why = []
@@ -186,9 +196,10 @@ def judge(mode, rc, text, native_verdicts):
     if "crashed; backtrace" in text:
         why.append("crash")
     if native_verdicts is not None and rc == 0:
-        got = verdicts(text)
-        if got != native_verdicts:
-            missing = [v for v in native_verdicts if v not in got]
+        got = masked(verdicts(text))
+        want = masked(native_verdicts)
+        if got != want:
+            missing = [v for v in want if v not in got]
             why.append(f"verdict differs from the native run (missing: {missing[:2]})")
     replayed = declined = None
     detail = ""
@@ -217,6 +228,19 @@ def judge(mode, rc, text, native_verdicts):
     if errs:
         detail += f" | {errs[0][:100]}"
     return not why, "; ".join(why + ([detail] if detail else [])), replayed, declined
+
+
+# Executions of a profiled launch in each mode (the 10-pass set: 10 on GH100), for limit().
+PASSES = {"native": 1, "pass3": 3, "kernel": 10, "range": 10}
+
+
+def limit(base, mode, native_secs):
+    """A sample's time limit in @p mode: the base limit, or, for a sample whose own run is long (a
+    5 s kernel, as in simpleAttributes, runs 10 times under the 10-pass set), its native time
+    times the mode's executions plus a margin."""
+    if native_secs is None:
+        return base
+    return max(base, native_secs * (PASSES[mode] + 2) + 30)
 
 
 def pack_list(bin_dir):
@@ -262,13 +286,18 @@ def main(argv):
     summary = {}
     results = {}
     native_verdicts = {}
+    native_secs = {}
     # A native run of an earlier call (native.json, written below): which samples passed and the
-    # verdict lines they printed, so the other modes can run in a call of their own.
+    # verdict lines they printed, so the other modes can run in a call of their own; and, beside
+    # it, how long each took (native-seconds.json; older runs wrote none).
     earlier = os.environ.get("KREPLAY_SAMPLES_NATIVE_JSON")
     if earlier and "native" not in modes:
         for name, verdict_lines in json.load(open(earlier)).items():
             native_verdicts[name] = verdict_lines
             results[(name, "native")] = (True, "")
+        secs_path = os.path.join(os.path.dirname(os.path.abspath(earlier)), "native-seconds.json")
+        if os.path.exists(secs_path):
+            native_secs = json.load(open(secs_path))
         modes_have_native = True
     else:
         modes_have_native = "native" in modes
@@ -280,13 +309,15 @@ def main(argv):
         par = jobs if mode in ("native", "pass3") else 1
         passed = failed = full_decline = 0
         with concurrent.futures.ThreadPoolExecutor(max_workers=par) as pool:
-            futs = {pool.submit(run, mode, n, a, bin_dir, dist, out_dir, timeout): n for n, a in todo_mode}
+            futs = {pool.submit(run, mode, n, a, bin_dir, dist, out_dir,
+                                limit(timeout, mode, native_secs.get(n))): n for n, a in todo_mode}
             for f in concurrent.futures.as_completed(futs):
                 name = futs[f]
                 rc, text, secs = f.result()
                 native = native_verdicts.get(name) if mode != "native" else None
                 ok, detail, replayed, declined = judge(mode, rc, text, native)
                 if mode == "native" and ok:
+                    native_secs[name] = round(secs, 2)
                     native_verdicts[name] = verdicts(text)
                     if not native_verdicts[name]:
                         detail = "no verdict line: the exit status is the check"
@@ -304,6 +335,8 @@ def main(argv):
         if mode == "native":
             with open(os.path.join(out_dir, "native.json"), "w") as f:
                 json.dump(native_verdicts, f, indent=1, sort_keys=True)
+            with open(os.path.join(out_dir, "native-seconds.json"), "w") as f:
+                json.dump(native_secs, f, indent=1, sort_keys=True)
     print()
     for mode in modes:
         p, f, d, n = summary[mode]

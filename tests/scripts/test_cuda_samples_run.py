@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""The peer-suite runner (scripts/cuda_samples_run.py) on fake samples and a fake kreplay: a
+verdict that prints a time is the same verdict in every run, a sample whose own run is long gets a
+longer limit in the counter modes, and the per-mode summary counts passes, failures and samples
+fully declined."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(HERE, "..", "..", "scripts")
+sys.path.insert(0, SCRIPTS)
+import cuda_samples_run as runner  # noqa: E402
+
+
+def write_exe(path, body):
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + textwrap.dedent(body))
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+
+
+class Judge(unittest.TestCase):
+    def test_a_verdict_with_a_time_in_it_matches_across_runs(self):
+        native = runner.verdicts("CUDA Link Completed in 12.5ms. Linker Output:\nTest passed\n")
+        ok, why, _, _ = runner.judge("pass3", 0, "CUDA Link Completed in -43.427055ms. Linker "
+                                     "Output:\nTest passed\nKREPLAY_TEST_TOOL replayed=1 declined=0 "
+                                     "not_requested=0 passes=3 errors=0\n", native)
+        self.assertTrue(ok, why)
+        ok, why, _, _ = runner.judge("pass3", 0, "Test passed\n", native)
+        self.assertFalse(ok)
+        self.assertIn("verdict differs", why)
+
+    def test_failure_lines_and_timeouts_fail(self):
+        self.assertFalse(runner.judge("kernel", 0, "Test FAILED\n", [])[0])
+        self.assertIn("timed out", runner.judge("kernel", "timeout", "", None)[1])
+
+    def test_long_samples_get_a_longer_limit(self):
+        self.assertEqual(runner.limit(60, "kernel", None), 60)
+        self.assertEqual(runner.limit(60, "kernel", 1.0), 60)
+        self.assertGreater(runner.limit(60, "kernel", 5.8), 5.8 * 10)
+        self.assertGreater(runner.limit(60, "range", 5.8), 5.8 * 10)
+        self.assertGreater(runner.limit(60, "pass3", 20.0), 20.0 * 3)
+
+
+class EndToEnd(unittest.TestCase):
+    def test_modes_in_two_calls_with_a_fake_kreplay(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            bins, dist, out = (os.path.join(tmp, d) for d in ("bin", "dist", "out"))
+            os.makedirs(bins)
+            os.makedirs(os.path.join(dist, "bin"))
+            os.makedirs(os.path.join(dist, "lib"))
+            with open(os.path.join(bins, "test_args.json"), "w") as f:
+                json.dump({}, f)
+            write_exe(os.path.join(bins, "goodSample"), 'echo "Done in $$ ms"; echo "Test passed"\n')
+            write_exe(os.path.join(bins, "badSample"), 'echo "Test failed!"; exit 1\n')
+            write_exe(os.path.join(bins, "heapSample"), 'echo "Test passed"\n')
+            # The fake kreplay runs the application and prints the tally kreplay prints.
+            write_exe(os.path.join(dist, "bin", "kreplay"), """\
+                while [ "$1" != "--" ]; do shift; done; shift
+                case "$1" in
+                  *heapSample) echo "==KREPLAY== 2 launches: 0 replayed (0 passes), 2 declined (device_heap: 2), 0 not selected" ;;
+                  *) echo "==KREPLAY== 3 launches: 3 replayed (30 passes), 0 declined, 0 not selected" ;;
+                esac
+                exec "$@"
+                """)
+            run = lambda *modes, env=None: subprocess.run(
+                [sys.executable, os.path.join(SCRIPTS, "cuda_samples_run.py"), bins, dist, out,
+                 *modes], capture_output=True, text=True, env={**os.environ, **(env or {})})
+            first = run("native")
+            self.assertIn("cuda-samples native: 2 passed, 1 failed, 0 fully declined (of 3 run)",
+                          first.stdout, first.stdout + first.stderr)
+            secs = json.load(open(os.path.join(out, "native-seconds.json")))
+            self.assertEqual(sorted(secs), ["goodSample", "heapSample"])
+            second = run("kernel", env={"KREPLAY_SAMPLES_NATIVE_JSON":
+                                        os.path.join(out, "native.json")})
+            self.assertEqual(second.returncode, 0, second.stdout + second.stderr)
+            self.assertIn("cuda-samples kernel: 2 passed, 0 failed, 1 fully declined (of 2 run)",
+                          second.stdout)
+            self.assertRegex(second.stdout, r"heapSample +kernel +DECL")
+
+
+if __name__ == "__main__":
+    unittest.main()
