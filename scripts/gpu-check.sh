@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite rangespan real apicost warmstart. (nccl needs two
+# services servicesbench servicesuite pcbisect rangespan real apicost warmstart. (nccl needs two
 # GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -398,6 +398,24 @@ PY
       "$W/services_list_avail.log" | tee -a "$O/summary.txt"
     step services_check 110 python3 tests/gpu/services_check.py "$D" "$W/services"
     grep -hE "^(PASS|FAIL|SKIP) " "$W/services_check.log" | tee -a "$O/summary.txt"
+    ;;
+  pcbisect)  # which neighbour of PC sampling leaves it without samples (issue 11): services_kernels
+             # under PC sampling alone (one run, pass 0), behind a timing pass (a replayed pass), with
+             # counters before and after it, with SASS metrics, with eager module loading; PC samples each
+    SA=$D/bin/kreplay_gpu_services_kernels
+    pcb() {  # pcb NAME kreplay-args...: run, then count the PC samples its database holds
+      local name=$1
+      shift
+      step "pcb_$name" 60 "$K" "$@" --kernel-include-regex . -d "$W/pcb_$name" -o run -- "$SA"
+      note "pcbisect $name: $(python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute("select count(*), coalesce(sum(samples),0), group_concat(distinct replay_pass) from pc_samples").fetchone(); print("%d rows, %d samples, passes %s" % r)' "$W/pcb_$name/run_results.db" 2>&1 | tail -1) | $(grep -h "collected no sample\|not collected" "$W/pcb_$name.log" | head -1 | cut -c1-120)"
+    }
+    pcb alone --pc-sampling
+    CUDA_MODULE_LOADING=EAGER pcb eager --pc-sampling
+    pcb replayed --timing-pass --pc-sampling
+    pcb after_counters --pmc smsp__inst_executed.sum --pc-sampling
+    pcb before_counters --pmc smsp__inst_executed.sum --pc-sampling --pc-sampling-pass-position 0
+    pcb with_sass --pc-sampling --source-counters
+    pcb with_pm --pc-sampling --pm-sampling smsp__inst_executed.sum
     ;;
   servicesbench)  # time per launch of each service's pass, kreplay next to ncu's sections, on
                   # services_kernels (6 launches, every one profiled), one run each
