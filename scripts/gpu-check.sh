@@ -401,7 +401,7 @@ PY
     ;;
   pcbisect)  # which neighbour of PC sampling leaves it without samples (issue 11): services_kernels
              # under PC sampling alone (one run, pass 0), behind a timing pass (a replayed pass), with
-             # counters before and after it, with SASS metrics, with eager module loading; PC samples each
+             # counters before and after it, with SASS metrics, with eager module loading, in range replay; PC samples each
     SA=$D/bin/kreplay_gpu_services_kernels
     pcb() {  # pcb NAME kreplay-args...: run, then count the PC samples its database holds
       local name=$1
@@ -416,6 +416,8 @@ PY
     pcb before_counters --pmc smsp__inst_executed.sum --pc-sampling --pc-sampling-pass-position 0
     pcb with_sass --pc-sampling --source-counters
     pcb with_pm --pc-sampling --pm-sampling smsp__inst_executed.sum
+    pcb range --pc-sampling --replay-mode range
+    pcb range_counters --pmc smsp__inst_executed.sum --pc-sampling --replay-mode range
     ;;
   servicesbench)  # time per launch of each service's pass, kreplay next to ncu's sections, on
                   # services_kernels (6 launches, every one profiled), one run each
