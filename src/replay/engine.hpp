@@ -276,6 +276,12 @@ struct RangeState {
   /// A launch of the range points into managed memory: the host may read what it wrote with no
   /// call kreplay sees, so a synchronization closes the range.
   bool host_observable = false;
+  /// The device's mapped host allocations as the range opened (base, size): the snapshot holds
+  /// them, and the host may write them while the range is open with no call kreplay sees.
+  std::vector<std::pair<uint64_t, uint64_t>> host_mapped;
+  /// What changed in them by the range's close (the host's writes, and the launches' own of the
+  /// application's pass): put back after the last pass, so the restores do not undo it.
+  std::vector<std::pair<uint64_t, std::vector<std::byte>>> host_kept;
   /// --cache-control all in a replayed range: the caches are flushed before every launch of every
   /// pass (flush_before_launch), as kernel replay starts every launch cold; the first launch's
   /// flush too comes after the pass's counter session began, instead of one before the pass.
@@ -433,6 +439,9 @@ class Engine {
   /// Wait for launch @p index - 1 of @p r's current pass (nothing for the first); false, said
   /// once, when it did not complete in time.
   bool wait_for_launch_before(RangeState& r, size_t index);
+  /// Before a replayed range's first restore: keep what changed in its mapped host memory
+  /// (RangeState::host_kept), which close_range puts back after the last pass.
+  void keep_host_writes(device::Device& dev, RangeState& r);
   /// --check-divergence, after pass st.pass completed: digest the snapshot's memory and compare
   /// it with the first pass's; a pass that differs is counted in outcome.diverged_passes.
   void check_divergence(DispatchState& st);

@@ -30,6 +30,7 @@
 // thread-local depth above 0; calls made from there neither join nor close a range.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "common/logging.hpp"
@@ -406,6 +407,9 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
                              KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE);
     }
     uint64_t bytes = placement->total_bytes;
+    for (const Region& g : regions) {
+      if (g.kind == KREPLAY_MEMORY_KIND_HOST_MAPPED) r->host_mapped.emplace_back(g.base, g.size);
+    }
     if (Status s = r->snapshot.take(dev, std::move(placement).value(), opt.chunk_bytes); !s.ok()) {
       KR_WARN("range {} not replayed: snapshot failed: {}", r->info.range_id, s.message());
       return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED,
@@ -533,6 +537,28 @@ void Engine::range_exit(DispatchState& st, bool submitted) {
     close_range(slot, slot.range->whole_graph ? KREPLAY_RANGE_CLOSE_GRAPH : KREPLAY_RANGE_CLOSE_OTHER);
   }
   st.range_lock.unlock();
+}
+
+void Engine::keep_host_writes(device::Device& dev, RangeState& r) {
+  // Mapped host memory is host memory: read and written here directly, with every launch of the
+  // application's pass complete and the window held.
+  if (r.host_mapped.empty()) return;
+  Result<std::vector<uint64_t>> changed = r.snapshot.changed_chunks(dev);
+  if (!changed.ok()) {
+    KR_WARN("range {}: cannot tell what the host wrote: {}", r.info.range_id,
+            changed.status().message());
+    return;
+  }
+  for (uint64_t chunk : *changed) {
+    const auto [live, size] = r.snapshot.chunk_live(chunk);
+    const bool host = std::any_of(r.host_mapped.begin(), r.host_mapped.end(), [&](const auto& m) {
+      return live >= m.first && live + size <= m.first + m.second;
+    });
+    if (!host) continue;
+    std::vector<std::byte> bytes(size);
+    std::memcpy(bytes.data(), reinterpret_cast<const void*>(live), size);
+    r.host_kept.emplace_back(live, std::move(bytes));
+  }
 }
 
 bool Engine::wait_for_launch_before(RangeState& r, size_t index) {
@@ -677,6 +703,8 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
   } else if (!r.plan.replay) {
     out.outcome = KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED;  // one pass: the application's own
   }
+  if (ok && r.plan.replay && out.selected_launches > 0 && range_should_continue(r))
+    keep_host_writes(dev, r);
   while (ok && r.plan.replay && out.selected_launches > 0 && range_should_continue(r)) {
     uint64_t t0 = now_ns();
     Result<uint64_t> restored = r.snapshot.restore(dev, opt.verify_restore);
@@ -754,6 +782,11 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
       break;
     }
   }
+  // The application's pass left mapped host memory as it should be; the restores put the range's
+  // entry state back: return what the host (or that pass) wrote.
+  for (const auto& [live, bytes] : r.host_kept)
+    std::memcpy(reinterpret_cast<void*>(live), bytes.data(), bytes.size());
+  r.host_kept.clear();
   out.intervals = r.intervals.data();
   out.interval_count = r.intervals.size();
   out.dispatch_ids = r.dispatch_ids.data();

@@ -196,6 +196,27 @@ Result<uint64_t> Snapshot::live_digest(device::Device& dev) {
   return h;
 }
 
+Result<std::vector<uint64_t>> Snapshot::changed_chunks(device::Device& dev) {
+  if (!learned_valid_ && !placement_.copies.empty()) {
+    std::vector<uint64_t> changed;
+    RETURN_IF_ERROR(dev.find_changed(placement_.copies, chunk_bytes_, digests_, &changed));
+    std::sort(changed.begin(), changed.end());
+    learned_ = std::move(changed);
+    learned_valid_ = true;
+  }
+  return learned_;
+}
+
+std::pair<uint64_t, uint64_t> Snapshot::chunk_live(uint64_t chunk) const {
+  const auto& copies = placement_.copies;
+  auto it =
+      std::upper_bound(copies.begin(), copies.end(), chunk,
+                       [](uint64_t c, const device::CopyRegion& r) { return c < r.first_chunk; });
+  const auto& r = *(it - 1);
+  const uint64_t offset = (chunk - r.first_chunk) * chunk_bytes_;
+  return {r.live + offset, chunk_size(chunk)};
+}
+
 Result<uint64_t> Snapshot::restore(device::Device& dev, bool verify) {
   if (placement_.copies.empty()) return uint64_t{0};
   if (!learned_valid_ || verify) {

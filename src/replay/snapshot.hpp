@@ -57,6 +57,11 @@ class Snapshot {
   Result<uint64_t> restore(device::Device& dev, bool verify);
 
   const Placement& placement() const { return placement_; }
+  /// The chunks whose live memory differs from the snapshot now, sorted (what the next restore
+  /// copies back; computed once, as the first restore does, and kept for it).
+  Result<std::vector<uint64_t>> changed_chunks(device::Device& dev);
+  /// Live address and size of @p chunk.
+  std::pair<uint64_t, uint64_t> chunk_live(uint64_t chunk) const;
   /// One digest of the placed regions' live memory now (Device::digest_live over every chunk).
   Result<uint64_t> live_digest(device::Device& dev);
 

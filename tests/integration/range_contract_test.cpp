@@ -616,6 +616,24 @@ TEST_F(Range, MappedHostMemoryMakesASynchronizationCloseTheRange) {
   EXPECT_TRUE(hr::free(h).ok());
 }
 
+// The host may also write mapped host memory while a range is open, with no call in between
+// (filling the next staging buffer while a kernel runs): the range's restores must not undo it.
+TEST_F(Range, HostWritesToMappedMemoryWhileARangeIsOpenAreKept) {
+  float* x = buffer(256, 0.5f);
+  auto* h = static_cast<float*>(*hr::malloc_host_mapped(4096 * sizeof(float)));
+  for (int i = 0; i < 4096; ++i) h[i] = 0.0f;
+  update(x, 256);                                 // opens a range; does not touch h
+  for (int i = 0; i < 4096; i += 2) h[i] = 7.0f;  // no call: the range stays open
+  EXPECT_EQ(read(x), expect(0.5f + 0.007f, 1));   // the copy closes it: 3 passes
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
+  EXPECT_EQ(exits[0].outcome.passes_executed, 3u);
+  for (int i = 0; i < 4096; ++i) ASSERT_EQ(h[i], i % 2 ? 0.0f : 7.0f) << i;
+  EXPECT_EQ(*g_counter, 1u);
+  EXPECT_TRUE(hr::free(h).ok());
+}
+
 // RangeOptions::span_syncs off (KREPLAY_RANGE_SYNC=close): every synchronization closes.
 TEST_F(Range, WithSpanningOffEverySynchronizationCloses) {
   float* x = buffer(256, 0.5f);
