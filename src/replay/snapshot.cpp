@@ -178,15 +178,7 @@ Status Snapshot::take(device::Device& dev, Placement placement, uint64_t chunk_b
   return dev.snapshot(placement_.copies, chunk_bytes_, digests_);
 }
 
-uint64_t Snapshot::chunk_size(uint64_t chunk) const {
-  // The region holding `chunk`: last region whose first_chunk <= chunk.
-  const auto& copies = placement_.copies;
-  auto it = std::upper_bound(copies.begin(), copies.end(), chunk,
-                             [](uint64_t c, const device::CopyRegion& r) { return c < r.first_chunk; });
-  const auto& r = *(it - 1);
-  uint64_t offset = (chunk - r.first_chunk) * chunk_bytes_;
-  return std::min(chunk_bytes_, r.size - offset);
-}
+uint64_t Snapshot::chunk_size(uint64_t chunk) const { return chunk_live(chunk).second; }
 
 Result<uint64_t> Snapshot::live_digest(device::Device& dev) {
   std::vector<uint64_t> digests(placement_.total_chunks);
@@ -212,9 +204,9 @@ std::pair<uint64_t, uint64_t> Snapshot::chunk_live(uint64_t chunk) const {
   auto it =
       std::upper_bound(copies.begin(), copies.end(), chunk,
                        [](uint64_t c, const device::CopyRegion& r) { return c < r.first_chunk; });
-  const auto& r = *(it - 1);
+  const auto& r = *(it - 1);  // the region holding `chunk`: the last whose first_chunk <= chunk
   const uint64_t offset = (chunk - r.first_chunk) * chunk_bytes_;
-  return {r.live + offset, chunk_size(chunk)};
+  return {r.live + offset, std::min(chunk_bytes_, r.size - offset)};
 }
 
 Result<uint64_t> Snapshot::restore(device::Device& dev, bool verify) {
