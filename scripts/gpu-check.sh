@@ -412,6 +412,7 @@ PY
     pcb alone --pc-sampling
     CUDA_MODULE_LOADING=EAGER pcb eager --pc-sampling
     pcb replayed --timing-pass --pc-sampling
+    pcb replayed_nocache --timing-pass --pc-sampling --cache-control none
     pcb after_counters --pmc smsp__inst_executed.sum --pc-sampling
     pcb before_counters --pmc smsp__inst_executed.sum --pc-sampling --pc-sampling-pass-position 0
     pcb with_sass --pc-sampling --source-counters
