@@ -63,15 +63,24 @@ build)
   ;;
 collect)
   # Executables, and what each sample reads at run time (data files, device code it compiles or
-  # loads, input matrices), flat in <bin-dir>; data-manifest.txt says which sample needs which.
+  # loads, input matrices): executables flat in <bin-dir>, each sample's files in
+  # <bin-dir>/_own/<sample>/ (the run step starts the sample there: samples share file names, e.g.
+  # vectorAdd_nvrtc's and vectorAddDrv's vectorAdd_kernel.cu differ) and, for older run steps, flat
+  # too (first come first kept); data-manifest.txt says which sample needs which.
   S=$1 B=$2
   mkdir -p "$B/bin"
+  rm -rf "$B/bin/_own"
   : >"$B/bin/data-manifest.txt"
+  own() {  # own SAMPLE FILE: the sample's copy of FILE
+    mkdir -p "$B/bin/_own/$1"
+    cp -a "$2" "$B/bin/_own/$1/"
+    echo "$1 $(basename "$2")" >>"$B/bin/data-manifest.txt"
+  }
   find "$B/cmake/Samples" -type f -executable ! -name '*.so' ! -path '*/CMakeFiles/*' -exec cp -a {} "$B/bin/" \;
   find "$B/cmake/Samples" -type f \( -name '*.fatbin' -o -name '*.ptx' -o -name '*.cubin' \) \
     ! -path '*/CMakeFiles/*' | while read -r f; do
-    cp -a "$f" "$B/bin/"
-    echo "$(basename "$(dirname "$f")") $(basename "$f")" >>"$B/bin/data-manifest.txt"
+    cp -an "$f" "$B/bin/"
+    own "$(basename "$(dirname "$f")")" "$f"
   done
   for dir in "$S"/Samples/*/*/; do
     sample=$(basename "$dir")
@@ -79,11 +88,12 @@ collect)
       [[ -f $f ]] || continue
       case $(basename "$f") in CMakeLists.txt | README.md | Makefile | *.sln | *.vcxproj*) continue ;; esac
       cp -an "$f" "$B/bin/"
-      echo "$sample $(basename "$f")" >>"$B/bin/data-manifest.txt"
+      own "$sample" "$f"
     done
   done
   cp -a "$S/test_args.json" "$B/bin/"
   strip --strip-unneeded "$B"/bin/* 2>/dev/null
+  true
   ;;
 pack)
   # The executables the run step would run (not the display, multi-GPU or interactive ones), the

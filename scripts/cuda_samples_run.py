@@ -139,7 +139,10 @@ def run(mode, name, args, bin_dir, dist, out_dir, timeout):
     t0 = time.time()
     # A session of its own, so that a timeout stops the sample too, not only kreplay: a sample left
     # running would hold the GPU's counters for every later run.
-    p = subprocess.Popen(cmd, cwd=bin_dir, env=env, stdin=subprocess.DEVNULL,
+    # In the sample's own folder when it has one (its data files; collect says why).
+    own = os.path.join(bin_dir, "_own", name)
+    p = subprocess.Popen(cmd, cwd=own if os.path.isdir(own) else bin_dir, env=env,
+                         stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     LIVE.add(p.pid)
     try:
@@ -255,7 +258,10 @@ def pack_list(bin_dir):
         for line in open(manifest):
             parts = line.split()
             if len(parts) == 2 and parts[0] in wanted:
-                files.add(parts[1])
+                # The sample's own copy (run starts it in its _own folder); the flat one only
+                # from an older collect.
+                own = os.path.join("_own", parts[0], parts[1])
+                files.add(own if os.path.exists(os.path.join(bin_dir, own)) else parts[1])
     for f in os.listdir(bin_dir):
         if f.endswith((".fatbin", ".ptx", ".cubin")):
             files.add(f)

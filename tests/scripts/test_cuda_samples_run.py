@@ -60,6 +60,17 @@ class EndToEnd(unittest.TestCase):
             write_exe(os.path.join(bins, "goodSample"), 'echo "Done in $$ ms"; echo "Test passed"\n')
             write_exe(os.path.join(bins, "badSample"), 'echo "Test failed!"; exit 1\n')
             write_exe(os.path.join(bins, "heapSample"), 'echo "Test passed"\n')
+            # A sample that reads its own kernel.cu, which shares its name with another sample's
+            # (the flat copy): it runs in its _own folder.
+            write_exe(os.path.join(bins, "ownSample"),
+                      'grep -q mine ./kernel.cu && echo "Test passed" || echo "Test failed!"\n')
+            with open(os.path.join(bins, "kernel.cu"), "w") as f:
+                f.write("other\n")
+            os.makedirs(os.path.join(bins, "_own", "ownSample"))
+            with open(os.path.join(bins, "_own", "ownSample", "kernel.cu"), "w") as f:
+                f.write("mine\n")
+            with open(os.path.join(bins, "data-manifest.txt"), "w") as f:
+                f.write("ownSample kernel.cu\nbadSample kernel.cu\n")
             # The fake kreplay runs the application and prints the tally kreplay prints.
             write_exe(os.path.join(dist, "bin", "kreplay"), """\
                 while [ "$1" != "--" ]; do shift; done; shift
@@ -73,16 +84,20 @@ class EndToEnd(unittest.TestCase):
                 [sys.executable, os.path.join(SCRIPTS, "cuda_samples_run.py"), bins, dist, out,
                  *modes], capture_output=True, text=True, env={**os.environ, **(env or {})})
             first = run("native")
-            self.assertIn("cuda-samples native: 2 passed, 1 failed, 0 fully declined (of 3 run)",
+            self.assertIn("cuda-samples native: 3 passed, 1 failed, 0 fully declined (of 4 run)",
                           first.stdout, first.stdout + first.stderr)
             secs = json.load(open(os.path.join(out, "native-seconds.json")))
-            self.assertEqual(sorted(secs), ["goodSample", "heapSample"])
+            self.assertEqual(sorted(secs), ["goodSample", "heapSample", "ownSample"])
             second = run("kernel", env={"KREPLAY_SAMPLES_NATIVE_JSON":
                                         os.path.join(out, "native.json")})
             self.assertEqual(second.returncode, 0, second.stdout + second.stderr)
-            self.assertIn("cuda-samples kernel: 2 passed, 0 failed, 1 fully declined (of 2 run)",
+            self.assertIn("cuda-samples kernel: 3 passed, 0 failed, 1 fully declined (of 3 run)",
                           second.stdout)
             self.assertRegex(second.stdout, r"heapSample +kernel +DECL")
+            # What pack takes: each packed sample's own files, not those of samples left out.
+            packed = runner.pack_list(bins)
+            self.assertIn(os.path.join("_own", "ownSample", "kernel.cu"), packed)
+            self.assertIn("kernel.cu", packed)  # badSample's, which has no folder of its own
 
 
 if __name__ == "__main__":
