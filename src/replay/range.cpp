@@ -703,9 +703,12 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
   } else if (!r.plan.replay) {
     out.outcome = KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED;  // one pass: the application's own
   }
-  if (ok && r.plan.replay && out.selected_launches > 0 && range_should_continue(r))
-    keep_host_writes(dev, r);
+  bool host_writes_kept = false;
   while (ok && r.plan.replay && out.selected_launches > 0 && range_should_continue(r)) {
+    if (!host_writes_kept) {  // before the first restore
+      keep_host_writes(dev, r);
+      host_writes_kept = true;
+    }
     uint64_t t0 = now_ns();
     Result<uint64_t> restored = r.snapshot.restore(dev, opt.verify_restore);
     uint64_t t1 = now_ns();
