@@ -178,7 +178,9 @@ Status Snapshot::take(device::Device& dev, Placement placement, uint64_t chunk_b
   return dev.snapshot(placement_.copies, chunk_bytes_, digests_);
 }
 
-uint64_t Snapshot::chunk_size(uint64_t chunk) const { return chunk_live(chunk).second; }
+uint64_t Snapshot::chunk_size(uint64_t chunk) const {
+  return chunk_live(chunk).second;
+}
 
 Result<uint64_t> Snapshot::live_digest(device::Device& dev) {
   std::vector<uint64_t> digests(placement_.total_chunks);
