@@ -190,14 +190,25 @@ Result<uint64_t> Snapshot::live_digest(device::Device& dev) {
   return h;
 }
 
-Result<std::vector<uint64_t>> Snapshot::changed_chunks(device::Device& dev) {
-  if (!learned_valid_ && !placement_.copies.empty()) {
-    std::vector<uint64_t> changed;
-    RETURN_IF_ERROR(dev.find_changed(placement_.copies, chunk_bytes_, digests_, &changed));
-    std::sort(changed.begin(), changed.end());
+Status Snapshot::learn_changed(device::Device& dev) {
+  std::vector<uint64_t> changed;
+  RETURN_IF_ERROR(dev.find_changed(placement_.copies, chunk_bytes_, digests_, &changed));
+  std::sort(changed.begin(), changed.end());
+  if (learned_valid_) {
+    // verify: keep restoring what earlier passes changed too.
+    std::vector<uint64_t> merged;
+    std::set_union(learned_.begin(), learned_.end(), changed.begin(), changed.end(),
+                   std::back_inserter(merged));
+    learned_ = std::move(merged);
+  } else {
     learned_ = std::move(changed);
-    learned_valid_ = true;
   }
+  learned_valid_ = true;
+  return Status::Ok();
+}
+
+Result<std::vector<uint64_t>> Snapshot::changed_chunks(device::Device& dev) {
+  if (!learned_valid_ && !placement_.copies.empty()) RETURN_IF_ERROR(learn_changed(dev));
   return learned_;
 }
 
@@ -213,22 +224,7 @@ std::pair<uint64_t, uint64_t> Snapshot::chunk_live(uint64_t chunk) const {
 
 Result<uint64_t> Snapshot::restore(device::Device& dev, bool verify) {
   if (placement_.copies.empty()) return uint64_t{0};
-  if (!learned_valid_ || verify) {
-    std::vector<uint64_t> changed;
-    RETURN_IF_ERROR(dev.find_changed(placement_.copies, chunk_bytes_, digests_, &changed));
-    if (learned_valid_) {
-      // verify: keep restoring what earlier passes changed too.
-      std::vector<uint64_t> merged;
-      std::sort(changed.begin(), changed.end());
-      std::set_union(learned_.begin(), learned_.end(), changed.begin(), changed.end(),
-                     std::back_inserter(merged));
-      learned_ = std::move(merged);
-    } else {
-      std::sort(changed.begin(), changed.end());
-      learned_ = std::move(changed);
-    }
-    learned_valid_ = true;
-  }
+  if (!learned_valid_ || verify) RETURN_IF_ERROR(learn_changed(dev));
   if (learned_.empty()) return uint64_t{0};
   RETURN_IF_ERROR(dev.restore(placement_.copies, chunk_bytes_, learned_));
   uint64_t bytes = 0;

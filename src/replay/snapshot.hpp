@@ -67,6 +67,9 @@ class Snapshot {
 
  private:
   uint64_t chunk_size(uint64_t chunk) const;
+  /// Find the chunks whose live memory differs from the snapshot and learn them (merged with
+  /// what earlier passes changed, when already learned).
+  Status learn_changed(device::Device& dev);
 
   Placement placement_;
   uint64_t chunk_bytes_ = 0;
