@@ -36,8 +36,8 @@
 #pragma once
 
 #include <cuda.h>
-#include <atomic>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
