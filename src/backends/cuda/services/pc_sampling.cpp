@@ -14,11 +14,18 @@
 // line comes from the module's cubin when kreplay kept it (cupti_service.hpp: source_line).
 //
 // Enable inside the launch callback (where the engine calls begin_pass) works on the H200: alone,
-// a hot loop's kernel gets ~240,000 samples. Next to the counters it gets none (end_pass says
-// so). A probe without kreplay (2026-12-03, H200, CUDA 13.0) sampled as much after
-// cuptiProfilerInitialize, with a range profiler enabled on the context, after it was disabled,
-// and with the kernel relaunched inside a launch callback on the same or another thread; what
-// kreplay's counter passes leave behind that stops it is not found yet.
+// a hot loop's kernel gets ~240,000 samples. After a counter pass of the same replay window it
+// gets none, with every call succeeding (H200, CUDA 13.0, driver 580; bench/RESULTS.md, tenth
+// session): on the pass after the counters in kernel replay, after a timing and a counter pass,
+// on a range's passes after its counted first pass, and with CUPTI's profiler API as with the
+// range profiler; also with the profiler disabled (make_room), cuptiProfilerDeInitialize'd, the
+// context synchronized, or PC sampling enabled and disabled once more first. Before the counters
+// (--pc-sampling-pass-position 0: the application's own submission, after the previous
+// window's counters) it samples as much as alone. bench/cuda/pc_sampling_probe.cpp, without
+// kreplay, samples normally after whole collections once the profiler is disabled, also with
+// the counted launch being the application's and the sampled one a relaunch inside its EXIT
+// callback; it gets nothing only while the profiler is still enabled. What kreplay's window
+// holds on to is not found yet; end_pass says so rather than hand out an empty pass.
 #include <cupti_pcsampling.h>
 #include <fmt/format.h>
 
@@ -146,7 +153,10 @@ class CudaPcSampling final : public device::PassService {
     // GetData hands that out (emptying it) and then what did not fit, at most collectNumPcs per
     // call, saying how many remain: call until both are empty, as NVIDIA's PC-sampling sample
     // does at the launch's exit.
-    for (int calls = 0; s.ok() && calls < 10000; ++calls) {
+    int calls = 0;
+    size_t read_pcs = 0;
+    while (s.ok() && calls < 10000) {
+      ++calls;
       CUpti_PCSamplingGetDataParams get{};
       get.size = CUpti_PCSamplingGetDataParamsSize;
       get.ctx = armed->ctx;
@@ -157,6 +167,7 @@ class CudaPcSampling final : public device::PassService {
         break;
       }
       const size_t got = armed->read_buffer->data.totalNumPcs;
+      read_pcs += got;
       add(armed->read_buffer->data, counts);
       // A call that hands out nothing ends it too: should CUPTI not empty the configured buffer,
       // its PCs are read once, after Disable, instead of once per call.
@@ -165,8 +176,13 @@ class CudaPcSampling final : public device::PassService {
         break;
     }
     disable(armed->ctx);
+    const size_t late_pcs = armed->config_buffer->data.totalNumPcs;
     // What the hardware delivered late: Disable writes it into the configured buffer.
     add(armed->config_buffer->data, counts);
+    KR_DEBUG(
+        "PC sampling: {} GetData calls read {} PCs, {} more after Disable; {} (function, PC, "
+        "reason) with samples; stop: {}",
+        calls, read_pcs, late_pcs, counts.size(), s.ok() ? "ok" : s.message());
     if (!s.ok()) return s;
     std::vector<device::ServiceSample> out;
     std::vector<uint64_t> crcs;
@@ -182,12 +198,8 @@ class CudaPcSampling final : public device::PassService {
     }
     add_sources(out, crcs, false);
     if (out.empty() && counters_profiled()) {
-      // On the H200 (CUDA 13.0) PC sampling collected nothing, on every launch, in runs whose
-      // counters had used CUPTI's range profiler in the process, even with the profiler disabled
-      // for the pass (make_room); alone it works. A probe (no kreplay, 2026-12-03) sampled the
-      // same with the profiler initialized, enabled, disabled again, and with the kernel
-      // relaunched inside a launch callback: the cause is elsewhere. Say so rather than hand out
-      // an empty, plausible-looking pass.
+      // The H200 case of the header comment: nothing after counter passes. Say so rather than
+      // hand out an empty, plausible-looking pass.
       std::lock_guard lock(mu_);
       empty_next_to_counters_.insert(&launch);
     }
@@ -200,9 +212,10 @@ class CudaPcSampling final : public device::PassService {
     std::lock_guard lock(mu_);
     if (empty_next_to_counters_.erase(&launch) != 0) {
       return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
-                   "PC sampling collected no sample in a run whose counters use CUPTI's range "
-                   "profiler (so far it collects nothing next to them); collect --pc-sampling in "
-                   "a run without counters");
+                   "PC sampling collected no sample on a pass after counter passes (on CUDA it "
+                   "collects nothing there so far); put its pass first "
+                   "(--pc-sampling-pass-position 0, kernel replay) or collect --pc-sampling in a "
+                   "run without counters");
     }
     return out;
   }
