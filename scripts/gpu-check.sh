@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite pcbisect rangespan real apicost warmstart. (nccl needs two
+# services servicesbench servicesuite pcbisect pcprobe pcorder heapprobe rangespan real apicost warmstart. (nccl needs two
 # GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -419,6 +419,49 @@ PY
     pcb with_pm --pc-sampling --pm-sampling smsp__inst_executed.sum
     pcb range --pc-sampling --replay-mode range
     pcb range_counters --pmc smsp__inst_executed.sum --pc-sampling --replay-mode range
+    KREPLAY_WARM_START=0 pcb after_counters_nowarm --pmc smsp__inst_executed.sum --pc-sampling
+    pcb after_counters_nocache --pmc smsp__inst_executed.sum --pc-sampling --cache-control none
+    pcb counters_timing_pc --pmc smsp__inst_executed.sum --timing-pass --pc-sampling
+    KREPLAY_COUNTER_API=profiler pcb after_counters_api --pmc smsp__inst_executed.sum --pc-sampling
+    KREPLAY_LOG_LEVEL=debug pcb after_counters_debug --pmc smsp__inst_executed.sum --pc-sampling \
+      --launch-count 2
+    ;;
+  pcprobe)  # bench/cuda/pc_sampling_probe.cpp: PC sampling after whole counter collections (issue 11)
+    PP=$D/bin/pc_sampling_probe
+    step pcp_alone 60 "$PP" pc pc pc pcidle
+    step pcp_collect_drop 60 "$PP" pc collect:smsp__inst_executed.sum drop pc pc
+    step pcp_collect_kept 60 "$PP" pc collect:smsp__inst_executed.sum pc drop pc
+    step pcp_collect10 60 "$PP" pc "collect:$TEN" drop pc pcidle pc
+    step pcp_collect_nodrop 60 "$PP" collect:smsp__inst_executed.sum sync pc
+    step pcp_collect_twice 60 "$PP" collect:smsp__inst_executed.sum collect:smsp__inst_executed.sum drop pc
+    step pcp_in_callback 60 "$PP" pc cb:smsp__inst_executed.sum pc
+    step pcp_exit_plain 60 "$PP" pc cbexit: pc
+    step pcp_exit_counted 60 "$PP" pc cbexit:smsp__inst_executed.sum pc
+    step pcp_exit_other 60 "$PP" pc cbexitk:smsp__inst_executed.sum pc
+    step pcp_other_enabled 60 "$PP" collect:smsp__inst_executed.sum other sync drop pc
+    grep -h "^pc_sampling_probe" "$W"/pcp_*.log | tee -a "$O/summary.txt"
+    ;;
+  pcorder)  # PC sampling and counters in one window (issue 11): after them (the default; with a timing
+            # pass first, so that a relaunch is counted), in range replay, before them on the
+            # application's own launch (works on the H200), and before them on a relaunch (timing
+            # pass first): does a relaunch sample after the previous window's counters?
+    SA=$D/bin/kreplay_gpu_services_kernels
+    for c in "after_counters --pmc smsp__inst_executed.sum --pc-sampling" \
+             "timing_first --timing-pass --timing-pass-position 0 --pmc smsp__inst_executed.sum --pc-sampling" \
+             "pc_before_counters --pmc smsp__inst_executed.sum --pc-sampling --pc-sampling-pass-position 0" \
+             "pc_relaunch_first --timing-pass --timing-pass-position 0 --pc-sampling --pc-sampling-pass-position 0 --pmc smsp__inst_executed.sum" \
+             "range_counters --pmc smsp__inst_executed.sum --pc-sampling --replay-mode range"; do
+      read -r -a a <<<"$c"
+      name=${a[0]}
+      step "pco_$name" 60 "$K" "${a[@]:1}" --kernel-include-regex . -d "$W/pco_$name" -o run -- "$SA"
+      note "pcorder $name: $(python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute("select count(*), coalesce(sum(samples),0), group_concat(distinct replay_pass) from pc_samples").fetchone(); print("%d rows, %d samples, passes %s" % r)' "$W/pco_$name/run_results.db" 2>&1 | tail -1)"
+    done
+    ;;
+  heapprobe)  # bench/cuda/heap_probe.cu: can the device malloc heap be found and restored (issue 10 item 3)
+    step heap_probe 60 "$D/bin/heap_probe"
+    step heap_probe_64 60 "$D/bin/heap_probe" 64
+    step heap_probe_control 60 "$D/bin/heap_probe" control
+    grep -h "^heap_probe" "$W"/heap_probe*.log | tee -a "$O/summary.txt"
     ;;
   servicesbench)  # time per launch of each service's pass, kreplay next to ncu's sections, on
                   # services_kernels (6 launches, every one profiled), one run each

@@ -1,0 +1,348 @@
+// pc_sampling_probe: does CUPTI's PC sampling still collect on a context after the range profiler
+// counted there? kreplay's PC-sampling pass collected nothing in runs with counter passes (issue
+// 11), while a probe that only enabled and disabled the range profiler sampled normally. This one
+// runs whole counter collections (configure, begin, every pass with a launch, decode, values)
+// between PC-sampled launches, as kreplay's counter passes do.
+//
+//   pc_sampling_probe STEP...
+//     pc          PC-sample one launch of a hot FFMA kernel the way kreplay's pass does (enable,
+//                 configure kernel-serialized with start/stop control, start, launch, stop, read
+//                 every PC, disable) and print how many samples it got
+//     pcidle      the same, but with no launch between start and stop (what is left over?)
+//     collect:M   one whole counter collection of metrics M (comma-separated) over the kernel on
+//                 the context's range profiler (created if there is none)
+//     drop        destroy the context's range profiler (cuptiRangeProfilerDisable), as kreplay's
+//                 make_room does before a service's pass
+//     sync        cuCtxSynchronize
+//     cb:M        inside the ENTER callback of the application's next launch: collect:M, drop,
+//                 pc, all inside that one callback
+//     cbexit:M    the application's next launch counted with M (Start in its ENTER callback),
+//                 then in its EXIT callback: Stop, decode, drop, pc (kreplay's counter pass 0
+//                 and PC-sampling pass 1); cbexit: with no metrics is the same without counters
+//     cbexitk:M   cbexit:M with another kernel launched after the decode, before the drop (as
+//                 kreplay restores memory and flushes the caches between passes)
+//     other       launch that other kernel
+// Prints one `pc_sampling_probe step=... samples=... status=...` line per step; a probe, not a
+// test: it asserts nothing.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti_callbacks.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_pcsampling.h>
+#include <cupti_profiler_target.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cupti/range_profiler.hpp"
+
+// pc_sampling_probe_kernel.cu: a hot FFMA loop, 264 x 256 threads.
+void pc_sampling_probe_launch(float* out);
+void pc_sampling_probe_other(float* out);
+
+namespace {
+
+const char* cupti_name(CUptiResult r) {
+  const char* s = nullptr;
+  cuptiGetResultString(r, &s);
+  return s ? s : "?";
+}
+
+float* g_out = nullptr;
+void launch() {
+  pc_sampling_probe_launch(g_out);
+}
+
+struct Sampled {
+  uint64_t samples = 0;
+  uint64_t pcs = 0;
+  uint64_t dropped = 0;
+  std::string status = "ok";
+};
+
+uint64_t add(CUpti_PCSamplingData& d, Sampled& s) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < d.totalNumPcs && i < d.collectNumPcs; ++i) {
+    ++s.pcs;
+    for (size_t k = 0; k < d.pPcData[i].stallReasonCount; ++k)
+      n += d.pPcData[i].stallReason[k].samples;
+  }
+  s.dropped += d.droppedSamples;
+  s.samples += n;
+  d.totalNumPcs = 0;
+  return n;
+}
+
+struct Buf {
+  CUpti_PCSamplingData data{};
+  std::vector<CUpti_PCSamplingPCData> pcs;
+  std::vector<CUpti_PCSamplingStallReason> reasons;
+  Buf(size_t n, size_t r) : pcs(n), reasons(n * r) {
+    data.size = sizeof(data);
+    data.collectNumPcs = n;
+    data.pPcData = pcs.data();
+    for (size_t i = 0; i < n; ++i) {
+      pcs[i].size = sizeof(CUpti_PCSamplingPCData);
+      pcs[i].stallReason = &reasons[i * r];
+    }
+  }
+};
+
+Sampled pc_sample(CUcontext ctx, bool with_launch) {
+  Sampled s;
+  auto fail = [&](const char* call, CUptiResult r) {
+    s.status = std::string(call) + ": " + cupti_name(r);
+    return s;
+  };
+  CUpti_PCSamplingEnableParams en{};
+  en.size = CUpti_PCSamplingEnableParamsSize;
+  en.ctx = ctx;
+  if (CUptiResult r = cuptiPCSamplingEnable(&en); r != CUPTI_SUCCESS)
+    return fail("cuptiPCSamplingEnable", r);
+  CUpti_PCSamplingGetNumStallReasonsParams nr{};
+  nr.size = CUpti_PCSamplingGetNumStallReasonsParamsSize;
+  size_t num = 0;
+  nr.ctx = ctx;
+  nr.numStallReasons = &num;
+  cuptiPCSamplingGetNumStallReasons(&nr);
+  std::vector<uint32_t> idx(num);
+  std::vector<std::vector<char>> names(num, std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE));
+  std::vector<char*> name_ptrs;
+  for (auto& n : names) name_ptrs.push_back(n.data());
+  CUpti_PCSamplingGetStallReasonsParams gr{};
+  gr.size = CUpti_PCSamplingGetStallReasonsParamsSize;
+  gr.ctx = ctx;
+  gr.numStallReasons = num;
+  gr.stallReasonIndex = idx.data();
+  gr.stallReasons = name_ptrs.data();
+  cuptiPCSamplingGetStallReasons(&gr);
+  Buf config(4096, num), read(4096, num);
+  std::vector<CUpti_PCSamplingConfigurationInfo> attrs(5);
+  attrs[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
+  attrs[0].attributeData.collectionModeData.collectionMode =
+      CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED;
+  attrs[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
+  attrs[1].attributeData.enableStartStopControlData.enableStartStopControl = 1;
+  attrs[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT;
+  attrs[2].attributeData.outputDataFormatData.outputDataFormat =
+      CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
+  attrs[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
+  attrs[3].attributeData.samplingDataBufferData.samplingDataBuffer = &config.data;
+  attrs[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
+  attrs[4].attributeData.stallReasonData.stallReasonCount = num;
+  attrs[4].attributeData.stallReasonData.pStallReasonIndex = idx.data();
+  CUpti_PCSamplingConfigurationInfoParams cfg{};
+  cfg.size = CUpti_PCSamplingConfigurationInfoParamsSize;
+  cfg.ctx = ctx;
+  cfg.numAttributes = attrs.size();
+  cfg.pPCSamplingConfigurationInfo = attrs.data();
+  auto disable = [&] {
+    CUpti_PCSamplingDisableParams dis{};
+    dis.size = CUpti_PCSamplingDisableParamsSize;
+    dis.ctx = ctx;
+    cuptiPCSamplingDisable(&dis);
+  };
+  if (CUptiResult r = cuptiPCSamplingSetConfigurationAttribute(&cfg); r != CUPTI_SUCCESS) {
+    disable();
+    return fail("cuptiPCSamplingSetConfigurationAttribute", r);
+  }
+  CUpti_PCSamplingStartParams start{};
+  start.size = CUpti_PCSamplingStartParamsSize;
+  start.ctx = ctx;
+  if (CUptiResult r = cuptiPCSamplingStart(&start); r != CUPTI_SUCCESS) {
+    disable();
+    return fail("cuptiPCSamplingStart", r);
+  }
+  if (with_launch) {
+    launch();
+    cuCtxSynchronize();
+  }
+  CUpti_PCSamplingStopParams stop{};
+  stop.size = CUpti_PCSamplingStopParamsSize;
+  stop.ctx = ctx;
+  if (CUptiResult r = cuptiPCSamplingStop(&stop); r != CUPTI_SUCCESS) s.status = cupti_name(r);
+  for (int calls = 0; calls < 1000; ++calls) {
+    CUpti_PCSamplingGetDataParams get{};
+    get.size = CUpti_PCSamplingGetDataParamsSize;
+    get.ctx = ctx;
+    get.pcSamplingData = &read.data;
+    if (CUptiResult r = cuptiPCSamplingGetData(&get); r != CUPTI_SUCCESS) {
+      s.status = std::string("cuptiPCSamplingGetData: ") + cupti_name(r);
+      break;
+    }
+    const size_t got = read.data.totalNumPcs;
+    add(read.data, s);
+    if (read.data.remainingNumPcs == 0 && (config.data.totalNumPcs == 0 || got == 0)) break;
+  }
+  disable();
+  add(config.data, s);
+  return s;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string m; std::getline(in, m, ',');) out.push_back(m);
+  return out;
+}
+
+kreplay::Status collect(CUcontext ctx, std::unique_ptr<kreplay::cupti::RangeProfiler>& rp,
+                        const std::string& metrics, uint64_t& passes, uint64_t& first_value) {
+  if (!rp) {
+    auto made = kreplay::cupti::RangeProfiler::create(ctx);
+    if (!made.ok()) return made.status();
+    rp = std::move(made).value();
+  }
+  // As kreplay's counter passes: configure only when the set changes (a version that configured
+  // the same set again for a second collection died with SIGSEGV on the H200; not looked into).
+  if (rp->metrics() != split(metrics))
+    RETURN_IF_ERROR(rp->configure(split(metrics), kreplay::cupti::RangeMode::kAuto, 1));
+  RETURN_IF_ERROR(rp->begin());
+  for (int pass = 0; pass < 64; ++pass) {
+    RETURN_IF_ERROR(rp->start());
+    launch();
+    auto stopped = rp->stop();
+    if (!stopped.ok()) return stopped.status();
+    ++passes;
+    if (stopped->all_passes_submitted) break;
+  }
+  auto d = rp->decode();
+  if (!d.ok()) return d.status();
+  auto v = rp->values();
+  if (!v.ok()) return v.status();
+  if (!v->empty() && !v->front().values.empty()) first_value = (uint64_t)v->front().values[0];
+  return kreplay::Status::Ok();
+}
+
+struct CallbackRun {
+  CUcontext ctx;
+  std::unique_ptr<kreplay::cupti::RangeProfiler>* rp;
+  std::string metrics;
+  bool done;
+  Sampled sampled;
+  std::string status;
+};
+CallbackRun g_cb;
+
+bool g_exit_mode = false;   // cbexit: counters on the application's launch, PC in its EXIT
+bool g_exit_other = false;  // cbexitk: another kernel between the collection and the drop
+int g_depth = 0;
+
+void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || g_cb.done) return;
+  if (cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel &&
+      cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz &&
+      cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx &&
+      cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz)
+    return;
+  if (g_exit_mode) {
+    if (g_depth > 0) return;  // our own launches inside the callbacks
+    ++g_depth;
+    if (info->callbackSite == CUPTI_API_ENTER && !g_cb.metrics.empty()) {
+      // The application's own launch is the counted one (kreplay's pass 0).
+      if (!*g_cb.rp) {
+        auto made = kreplay::cupti::RangeProfiler::create(g_cb.ctx);
+        if (made.ok()) *g_cb.rp = std::move(made).value();
+      }
+      kreplay::Status s =
+          *g_cb.rp ? (*g_cb.rp)->configure(split(g_cb.metrics), kreplay::cupti::RangeMode::kAuto, 1)
+                   : kreplay::Status(kreplay::Error(KREPLAY_STATUS_ERROR, "no rp"));
+      if (s.ok()) s = (*g_cb.rp)->begin();
+      if (s.ok()) s = (*g_cb.rp)->start();
+      if (!s.ok()) g_cb.status = s.message();
+    } else if (info->callbackSite == CUPTI_API_EXIT) {
+      g_cb.done = true;
+      cuCtxSynchronize();
+      if (*g_cb.rp) {
+        auto stopped = (*g_cb.rp)->stop();
+        if (stopped.ok()) (void)(*g_cb.rp)->decode();
+        if (g_exit_other) {
+          pc_sampling_probe_other(g_out);
+          cuCtxSynchronize();
+        }
+        g_cb.rp->reset();
+      }
+      g_cb.sampled = pc_sample(g_cb.ctx, true);  // a relaunch inside the EXIT callback
+      g_cb.status = g_cb.sampled.status;
+    }
+    --g_depth;
+    return;
+  }
+  if (info->callbackSite != CUPTI_API_ENTER) return;
+  g_cb.done = true;  // the launches below call back too
+  uint64_t passes = 0, value = 0;
+  kreplay::Status s = collect(g_cb.ctx, *g_cb.rp, g_cb.metrics, passes, value);
+  if (!s.ok()) {
+    g_cb.status = s.message();
+    return;
+  }
+  g_cb.rp->reset();
+  g_cb.sampled = pc_sample(g_cb.ctx, true);
+  g_cb.status = g_cb.sampled.status + " (collected " + std::to_string(passes) + " passes)";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cudaSetDevice(0);
+  cudaMalloc(reinterpret_cast<void**>(&g_out), 264 * 256 * sizeof(float));
+  launch();  // load the module, make the context
+  cudaDeviceSynchronize();
+  CUcontext ctx = nullptr;
+  cuCtxGetCurrent(&ctx);
+  std::unique_ptr<kreplay::cupti::RangeProfiler> rp;
+  for (int i = 1; i < argc; ++i) {
+    const std::string step = argv[i];
+    std::string status = "ok";
+    uint64_t samples = 0, pcs = 0, dropped = 0;
+    if (step == "pc" || step == "pcidle") {
+      Sampled s = pc_sample(ctx, step == "pc");
+      samples = s.samples;
+      pcs = s.pcs;
+      dropped = s.dropped;
+      status = s.status;
+    } else if (step.rfind("collect:", 0) == 0) {
+      kreplay::Status run = collect(ctx, rp, step.substr(8), samples, dropped);
+      if (!run.ok()) status = run.message();
+    } else if (step.rfind("cb:", 0) == 0 || step.rfind("cbexit", 0) == 0) {
+      g_exit_mode = step.rfind("cbexit", 0) == 0;
+      g_exit_other = step.rfind("cbexitk:", 0) == 0;
+      // Inside the ENTER callback of the application's next launch: collect, drop, PC-sample a
+      // relaunch (as kreplay's counter pass, make_room and PC-sampling pass do).
+      g_cb = {ctx, &rp, step.substr(step.find(':') + 1), false, {}, "not called"};
+      CUpti_SubscriberHandle sub = nullptr;
+      if (cuptiSubscribe(&sub, on_api, nullptr) != CUPTI_SUCCESS) {
+        status = "cuptiSubscribe failed";
+      } else {
+        cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+        launch();
+        cuCtxSynchronize();
+        cuptiUnsubscribe(sub);
+        samples = g_cb.sampled.samples;
+        pcs = g_cb.sampled.pcs;
+        status = g_cb.status;
+      }
+    } else if (step == "other") {
+      pc_sampling_probe_other(g_out);
+    } else if (step == "drop") {
+      rp.reset();
+    } else if (step == "sync") {
+      cuCtxSynchronize();
+    } else {
+      std::printf("pc_sampling_probe: unknown step %s\n", step.c_str());
+      return 2;
+    }
+    // For collect: samples = passes run, dropped = the first metric's value.
+    std::printf(
+        "pc_sampling_probe step=%d:%s samples=%llu pcs=%llu dropped_or_value=%llu status=%s\n", i,
+        step.c_str(), (unsigned long long)samples, (unsigned long long)pcs,
+        (unsigned long long)dropped, status.c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
