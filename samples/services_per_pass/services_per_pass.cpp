@@ -17,8 +17,10 @@
 //   top=main.cpp:54 LDG.E.32 long_scoreboard
 //   ... services_per_pass dispatch 1 pass 3/3 sass_metrics: thread_inst_executed=4001
 //   instructions=4 top=main.cpp:54 LDG.E.32
-// (every line starts with ==KREPLAY-SAMPLE==). A service an agent does not have (CUDA devices in
-// this build) is left out with one line, and the launches get one pass fewer.
+// (every line starts with ==KREPLAY-SAMPLE==). A service an agent does not have is left out with
+// one line, and the launches get one pass fewer; so are the counters where no agent has
+// threads_launched and ops (the host device's names: on CUDA the sample runs PC sampling and SASS
+// metrics, two passes).
 //
 // Run it:
 //   export KREPLAY_TOOL_LIBRARIES=build/lib/libkreplay_sample_services_per_pass.so
