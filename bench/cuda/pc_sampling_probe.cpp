@@ -231,6 +231,7 @@ CallbackRun g_cb;
 bool g_exit_mode = false;   // cbexit: counters on the application's launch, PC in its EXIT
 bool g_exit_other = false;  // cbexitk: another kernel between the collection and the drop
 int g_depth = 0;
+std::string g_collection = "none";  // cbexit: how the counted launch's collection went
 
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
@@ -254,13 +255,25 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
                    : kreplay::Status(kreplay::Error(KREPLAY_STATUS_ERROR, "no rp"));
       if (s.ok()) s = (*g_cb.rp)->begin();
       if (s.ok()) s = (*g_cb.rp)->start();
-      if (!s.ok()) g_cb.status = s.message();
+      g_collection = s.ok() ? "started" : "start failed: " + s.message();
     } else if (info->callbackSite == CUPTI_API_EXIT) {
       g_cb.done = true;
       cuCtxSynchronize();
       if (*g_cb.rp) {
+        // Say what the collection gave, so that a PC count after it is known to follow one.
         auto stopped = (*g_cb.rp)->stop();
-        if (stopped.ok()) (void)(*g_cb.rp)->decode();
+        if (!stopped.ok()) {
+          g_collection = "stop failed: " + stopped.status().message();
+        } else if (!stopped->all_passes_submitted) {
+          g_collection = "stopped with passes to go";
+        } else if (auto d = (*g_cb.rp)->decode(); !d.ok()) {
+          g_collection = "decode failed: " + d.status().message();
+        } else if (auto v = (*g_cb.rp)->values(); !v.ok() || v->empty()) {
+          g_collection = "no values";
+        } else {
+          g_collection =
+              "value " + std::to_string(v->front().values.empty() ? 0.0 : v->front().values[0]);
+        }
         if (g_exit_other) {
           pc_sampling_probe_other(g_out);
           cuCtxSynchronize();
@@ -268,7 +281,7 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
         g_cb.rp->reset();
       }
       g_cb.sampled = pc_sample(g_cb.ctx, true);  // a relaunch inside the EXIT callback
-      g_cb.status = g_cb.sampled.status;
+      g_cb.status = g_cb.sampled.status + " (collection: " + g_collection + ")";
     }
     --g_depth;
     return;
