@@ -22,10 +22,10 @@
 // context synchronized, or PC sampling enabled and disabled once more first. Before the counters
 // (--pc-sampling-pass-position 0: the application's own submission, after the previous
 // window's counters) it samples as much as alone. bench/cuda/pc_sampling_probe.cpp, without
-// kreplay, samples normally after whole collections once the profiler is disabled, also with
-// the counted launch being the application's and the sampled one a relaunch inside its EXIT
-// callback; it gets nothing only while the profiler is still enabled. What kreplay's window
-// holds on to is not found yet; end_pass says so rather than hand out an empty pass.
+// kreplay, samples normally after whole collections once the profiler is disabled, also with the
+// collection and the relaunch inside one launch callback; it gets nothing only while the profiler
+// is still enabled. What kreplay's window holds on to is not found yet; end_pass says so rather
+// than hand out an empty pass.
 #include <cupti_pcsampling.h>
 #include <fmt/format.h>
 
