@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "backends/cuda/cupti/range_profiler.hpp"
+#include "backends/cuda/cupti/service_catalog.hpp"
 
 // pc_sampling_probe_kernel.cu: a hot FFMA loop, 264 x 256 threads.
 void pc_sampling_probe_launch(float* out);
@@ -103,23 +104,13 @@ Sampled pc_sample(CUcontext ctx, bool with_launch) {
   en.ctx = ctx;
   if (CUptiResult r = cuptiPCSamplingEnable(&en); r != CUPTI_SUCCESS)
     return fail("cuptiPCSamplingEnable", r);
-  CUpti_PCSamplingGetNumStallReasonsParams nr{};
-  nr.size = CUpti_PCSamplingGetNumStallReasonsParamsSize;
-  size_t num = 0;
-  nr.ctx = ctx;
-  nr.numStallReasons = &num;
-  cuptiPCSamplingGetNumStallReasons(&nr);
-  std::vector<uint32_t> idx(num);
-  std::vector<std::vector<char>> names(num, std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE));
-  std::vector<char*> name_ptrs;
-  for (auto& n : names) name_ptrs.push_back(n.data());
-  CUpti_PCSamplingGetStallReasonsParams gr{};
-  gr.size = CUpti_PCSamplingGetStallReasonsParamsSize;
-  gr.ctx = ctx;
-  gr.numStallReasons = num;
-  gr.stallReasonIndex = idx.data();
-  gr.stallReasons = name_ptrs.data();
-  cuptiPCSamplingGetStallReasons(&gr);
+  // The stall reasons, as kreplay's service asks for them.
+  auto reasons = kreplay::cupti::pc_stall_reasons(ctx);
+  std::vector<uint32_t> idx;
+  if (reasons.ok()) {
+    for (const auto& r : *reasons) idx.push_back(r.index);
+  }
+  const size_t num = idx.size();
   Buf config(4096, num), read(4096, num);
   std::vector<CUpti_PCSamplingConfigurationInfo> attrs(5);
   attrs[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
