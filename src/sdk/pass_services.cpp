@@ -37,6 +37,21 @@ std::string title(kreplay_pass_service_kind_t kind) {
   }
 }
 
+// A pass whose service did not start or could not be read: the first pass of each service and
+// reason is a warning, the others with the same reason go to the debug log (a run of thousands
+// of launches would repeat one line per launch; each pass's status is in its records, and the
+// command's summary counts them).
+void say_pass_lost(const replay::DispatchState& st, const std::string& service, const char* what,
+                   const std::string& why) {
+  const std::string line = fmt::format("dispatch {} pass {}: {} {}: {}", st.info.dispatch_id,
+                                       st.pass, service, what, why);
+  if (log::first_time(fmt::format("pass-service-lost {} {} {}", service, what, why))) {
+    KR_WARN("{} (said once for this reason)", line);
+  } else {
+    KR_DEBUG("{}", line);
+  }
+}
+
 template <typename Fn>
 void guarded(Fn&& fn) {
   try {
@@ -136,8 +151,7 @@ bool PassServiceRun::begin(Runtime& rt, replay::DispatchState& st) {
     r.begun = r.status.ok();
     any |= r.begun;
     if (!r.begun) {
-      KR_WARN("dispatch {} pass {}: {} not collected: {}", st.info.dispatch_id, st.pass,
-              title(r.kind), r.status.message());
+      say_pass_lost(st, title(r.kind), "not collected", r.status.message());
     }
   }
   return any;
@@ -167,8 +181,7 @@ void PassServiceRun::finish(Runtime& rt, replay::DispatchState& st) {
         samples = std::move(flushed).value();
       }
       if (!r.status.ok()) {
-        KR_WARN("dispatch {} pass {}: reading {} failed: {}", st.info.dispatch_id, st.pass,
-                title(r.kind), r.status.message());
+        say_pass_lost(st, title(r.kind), "could not be read", r.status.message());
       }
     }
     records_.clear();

@@ -229,6 +229,28 @@ class Services(e2e.KreplayTestCase):
         self.assertEqual([s["replay_pass"] for s in sass], [1], str(r))
         self.assertFalse([l for l in r.kreplay_lines if "not collected" in l], str(r))
 
+    def test_lost_passes_are_said_once_and_counted(self):
+        # Every PC-sampling pass lost when read (as CUDA PC sampling after counter passes): one
+        # warning for the reason, not one per launch; the run's tally counts every lost pass and
+        # the other services still collect.
+        r = self.sample("--pmc", "ops", "--pc-sampling", "--source-counters",
+                        "--kernel-include-regex", ".",
+                        env={"KREPLAY_HOST_FAIL_SERVICE_PASSES": "pc_sampling"})
+        lost = [l for l in r.kreplay_lines if "PC sampling could not be read" in l]
+        self.assertEqual(len(lost), 1, str(r))
+        self.assertIn("said once for this reason", lost[0])
+        self.assertIn("KREPLAY_HOST_FAIL_SERVICE_PASSES", lost[0])
+        db = self.db_of(r)
+        replayed = e2e.rows(db, "SELECT COUNT(*) AS n FROM dispatches WHERE outcome = 'replayed'")
+        n = replayed[0]["n"]
+        self.assertGreater(n, 1, str(r))
+        tally = [l for l in r.kreplay_lines if "pc_sampling:" in l and " records from " in l]
+        self.assertEqual(len(tally), 1, str(r))
+        self.assertRegex(tally[0], r"pc_sampling: 0 records from 0 passes; %d passes collected "
+                                   r"nothing: the host device lost this pass" % n)
+        self.assertEqual(e2e.rows(db, "SELECT COUNT(*) AS n FROM pc_samples")[0]["n"], 0)
+        self.assertGreater(e2e.rows(db, "SELECT COUNT(*) AS n FROM sass_metrics")[0]["n"], 0)
+
     def test_summary_names_the_top_instructions(self):
         r = self.sample("--pc-sampling", "--source-counters", "--summary")
         top = [l for l in r.stderr.splitlines() if "Top instructions of " in l]

@@ -67,7 +67,8 @@ def warnings(name):
         text = open(os.path.join(work, name + ".log")).read()
     except OSError:
         return ""
-    lines = [l for l in text.splitlines() if "==KREPLAY==" in l and ("not collected" in l or "failed" in l)]
+    lines = [l for l in text.splitlines()
+             if "==KREPLAY==" in l and ("not collected" in l or "could not be read" in l or "failed" in l)]
     return " | ".join(lines[:2])
 
 

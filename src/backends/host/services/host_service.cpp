@@ -5,9 +5,28 @@
 #include <algorithm>
 
 #include "backends/host/host_device.hpp"
+#include "common/env.hpp"
 #include "common/util.hpp"
 
 namespace kreplay::hostrt {
+namespace {
+
+// The SDK's names of the services (kreplay_get_pass_service_name), for
+// KREPLAY_HOST_FAIL_SERVICE_PASSES.
+const char* service_name(kreplay_pass_service_kind_t kind) {
+  switch (kind) {
+    case KREPLAY_PASS_SERVICE_PC_SAMPLING:
+      return "pc_sampling";
+    case KREPLAY_PASS_SERVICE_SASS_METRICS:
+      return "sass_metrics";
+    case KREPLAY_PASS_SERVICE_PM_SAMPLING:
+      return "pm_sampling";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
 
 Status HostPassService::begin_pass(device::Launch& launch,
                                    const device::ServiceSettings& settings) {
@@ -33,6 +52,15 @@ Result<std::vector<device::ServiceSample>> HostPassService::flush(device::Launch
   if (work == nullptr) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "not a host launch");
   const Probe* armed = work->probe_armed;
   work->probe_armed = nullptr;
+  // KREPLAY_HOST_FAIL_SERVICE_PASSES=<service name>: every pass of that service is lost when read,
+  // as a GPU's service can lose passes (CUDA PC sampling after counter passes), so that what the
+  // SDK and the command say of lost passes is tested without one.
+  static const std::string lose = env::get("KREPLAY_HOST_FAIL_SERVICE_PASSES").value_or("");
+  if (!lose.empty() && lose == service_name(kind())) {
+    return Error(
+        KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
+        fmt::format("the host device lost this pass (KREPLAY_HOST_FAIL_SERVICE_PASSES={})", lose));
+  }
   // Only the submission this pass armed counts (an earlier pass's record may still be `last`).
   if (armed == nullptr || !work->last || work->last->probe.get() != armed || !work->last->wait(0))
     return std::vector<device::ServiceSample>{};
