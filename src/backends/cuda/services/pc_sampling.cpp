@@ -199,7 +199,9 @@ class CudaPcSampling final : public device::PassService {
     add_sources(out, crcs, false);
     if (out.empty() && counters_profiled()) {
       // The H200 case of the header comment: nothing after counter passes. Say so rather than
-      // hand out an empty, plausible-looking pass.
+      // hand out an empty, plausible-looking pass. (Whether counters ran earlier in this window
+      // is not known here, so a pass ahead of them on a kernel too short for one sample says
+      // so too; the message is worded for both.)
       std::lock_guard lock(mu_);
       empty_next_to_counters_.insert(&launch);
     }
@@ -212,8 +214,8 @@ class CudaPcSampling final : public device::PassService {
     std::lock_guard lock(mu_);
     if (empty_next_to_counters_.erase(&launch) != 0) {
       return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
-                   "PC sampling collected no sample on a pass after counter passes (on CUDA it "
-                   "collects nothing there so far); put its pass first "
+                   "PC sampling collected no sample, in a run with counters: on CUDA it collects "
+                   "nothing on a pass after counter passes (so far); put its pass first "
                    "(--pc-sampling-pass-position 0, kernel replay) or collect --pc-sampling in a "
                    "run without counters");
     }
