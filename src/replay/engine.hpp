@@ -460,6 +460,9 @@ class Engine {
   void range_exit(DispatchState& st, bool submitted);
   bool open_range(DeviceSlot& slot, DispatchState& first,
                   kreplay_decline_reason_t declined = KREPLAY_DECLINE_REASON_NONE);
+  /// A replayed range's entry state (drain, snapshot of every tracked region), with the window
+  /// held; NONE when saved, else why the range is declined.
+  kreplay_decline_reason_t save_range_entry(DeviceSlot& slot, RangeState& r);
   void add_to_range(DeviceSlot& slot, DispatchState& st);
   void close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, const char* call = nullptr);
   /// Whether the open range @p r of @p slot stays open across a plain synchronization.

@@ -372,58 +372,18 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
     r->plan.replay = false;
     r->counter_session_tried = true;
   } else if (r->plan.replay) {
-    const Options opt = options();
-    device::Device& dev = *slot.device;
-    std::unique_lock window(slot.window_mu);
-    uint64_t t0 = now_ns();
-    if (dev.capture_active()) {
-      KR_WARN_ONCE("capture-active", "launches made while another stream of the device is being "
-                                     "captured into a graph are not replayed; they run once");
-      return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_STREAM_CAPTURE);
+    if (kreplay_decline_reason_t why = save_range_entry(slot, *r);
+        why != KREPLAY_DECLINE_REASON_NONE) {
+      // Not replayed: a declined range of its own, like a graph that cannot run again, so the
+      // tool learns of its launch and why (run outside any range, it was counted as not
+      // selected). Where only the snapshot failed its one run is counted, as a declined launch's
+      // is in kernel replay; a stuck device or a capture is not waited for.
+      r->declined = why;
+      r->plan.replay = false;
+      r->counter_session_tried = why != KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY &&
+                                 why != KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE &&
+                                 why != KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
     }
-    if (Status s = dev.drain(opt.drain_timeout_ms); !s.ok()) {
-      KR_WARN("range {}: {}; its launches run once", r->info.range_id, s.message());
-      return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT);
-    }
-    if (opt.decline_untracked && dev.untracked_bytes() > 0) {
-      KR_WARN_ONCE("untracked", "the device holds {} of memory kreplay does not track; its "
-                                "launches are not replayed",
-                   format_bytes(dev.untracked_bytes()));
-      return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED,
-                             KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY);
-    }
-    // A range's launches are not known in advance: it saves the whole inventory.
-    std::vector<Region> regions = inventory_.regions(slot.agent);
-    Result<Placement> placement = [&] {
-      std::lock_guard lock(slot.pool_mu);
-      return slot.pool.place(dev, regions, opt.chunk_bytes, opt.max_snapshot_bytes);
-    }();
-    if (!placement.ok()) {
-      KR_WARN_ONCE("range-snapshot-too-large", "range {} not replayed: {}; later ranges that do not "
-                                               "fit are not replayed either (counted as declined)",
-                   r->info.range_id,
-                   snapshot_too_large_message(dev, regions, placement.status().message()));
-      return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED,
-                             KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE);
-    }
-    uint64_t bytes = placement->total_bytes;
-    for (const Region& g : regions) {
-      if (g.kind == KREPLAY_MEMORY_KIND_HOST_MAPPED) r->host_mapped.emplace_back(g.base, g.size);
-    }
-    if (Status s = r->snapshot.take(dev, std::move(placement).value(), opt.chunk_bytes); !s.ok()) {
-      KR_WARN("range {} not replayed: snapshot failed: {}", r->info.range_id, s.message());
-      return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED,
-                             KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED);
-    }
-    uint64_t t1 = now_ns();
-    // Published before the window opens again: a copy that takes the window from now on must see
-    // the range and close it first (its barrier waits on range_mu, held until this launch's exit),
-    // or the range's restore would undo what it writes. slot.range itself is set below.
-    slot.range_open.store(true, std::memory_order_release);
-    window.unlock();
-    out.bytes_snapshotted = bytes;
-    out.snapshot_ns = t1 - t0;
-    r->intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
   }
   r->pre_active = hooks_.active_contexts();
   // A replayed range's launches each start cold too (flush_before_launch); a graph is one
@@ -444,6 +404,61 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
   slot.range_open.store(true, std::memory_order_release);
   (void)first;
   return true;
+}
+
+// A replayed range's entry state: drain the device, then snapshot every tracked region, with the
+// window held. NONE when saved (the range's outcome carries its size and time), else why not.
+kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& r) {
+  const Options opt = options();
+  device::Device& dev = *slot.device;
+  std::unique_lock window(slot.window_mu);
+  uint64_t t0 = now_ns();
+  if (dev.capture_active()) {
+    KR_WARN_ONCE("capture-active", "launches made while another stream of the device is being "
+                                   "captured into a graph are not replayed; they run once");
+    return KREPLAY_DECLINE_REASON_STREAM_CAPTURE;
+  }
+  if (Status s = dev.drain(opt.drain_timeout_ms); !s.ok()) {
+    KR_WARN("range {}: {}; its launches run once", r.info.range_id, s.message());
+    return KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT;
+  }
+  if (opt.decline_untracked && dev.untracked_bytes() > 0) {
+    KR_WARN_ONCE("untracked", "the device holds {} of memory kreplay does not track; its "
+                              "launches are not replayed",
+                 format_bytes(dev.untracked_bytes()));
+    return KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY;
+  }
+  // A range's launches are not known in advance: it saves the whole inventory.
+  std::vector<Region> regions = inventory_.regions(slot.agent);
+  Result<Placement> placement = [&] {
+    std::lock_guard lock(slot.pool_mu);
+    return slot.pool.place(dev, regions, opt.chunk_bytes, opt.max_snapshot_bytes);
+  }();
+  if (!placement.ok()) {
+    KR_WARN_ONCE("range-snapshot-too-large", "range {} not replayed: {}; later ranges that do not "
+                                             "fit are not replayed either (counted as declined)",
+                 r.info.range_id,
+                 snapshot_too_large_message(dev, regions, placement.status().message()));
+    return KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE;
+  }
+  uint64_t bytes = placement->total_bytes;
+  for (const Region& g : regions) {
+    if (g.kind == KREPLAY_MEMORY_KIND_HOST_MAPPED) r.host_mapped.emplace_back(g.base, g.size);
+  }
+  if (Status s = r.snapshot.take(dev, std::move(placement).value(), opt.chunk_bytes); !s.ok()) {
+    KR_WARN("range {} not replayed: snapshot failed: {}", r.info.range_id, s.message());
+    return KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
+  }
+  uint64_t t1 = now_ns();
+  // Published before the window opens again: a copy that takes the window from now on must see
+  // the range and close it first (its barrier waits on range_mu, held until this launch's exit),
+  // or the range's restore would undo what it writes. open_range sets slot.range itself.
+  slot.range_open.store(true, std::memory_order_release);
+  window.unlock();
+  r.outcome.bytes_snapshotted = bytes;
+  r.outcome.snapshot_ns = t1 - t0;
+  r.intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
+  return KREPLAY_DECLINE_REASON_NONE;
 }
 
 void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
@@ -620,7 +635,7 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
     r.pass_timing = {};
     for (auto& rl : r.launches) {
       DispatchState& ls = *rl->st;
-      if (r.declined != KREPLAY_DECLINE_REASON_NONE) {
+      if (r.declined != KREPLAY_DECLINE_REASON_NONE && r.counter_set == nullptr) {
         // Not waited for: a declined launch may wait for the host, which cannot act now. One that
         // waited for the host before is held as a host waiter while it runs, as after its probe,
         // so that the launches queued behind it are not waited for either.

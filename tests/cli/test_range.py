@@ -81,6 +81,25 @@ class RangeCounters(RangeCase):
                                           "declined": 0, "declined_by_reason": "",
                                           "not_selected": 0}])
 
+    def test_a_range_that_cannot_be_snapshotted_declines_its_launches_as_kernel_replay_does(self):
+        # From launch 4 on the device holds memory kreplay does not track: those launches are
+        # declined (UNTRACKED_MEMORY) and run once, counted with the first group, and the tally
+        # says so, in range replay as in kernel replay (they were tallied as not selected).
+        groups = ["--pmc", "ops", "--pmc", "threads_launched"]
+        app = ["--launches", 6, "--untracked-from", 4]
+        rr, range_db = self.run_app(["--replay-mode", "range"] + groups, app, "range")
+        rk, kernel_db = self.run_app(["--replay-mode", "kernel"] + groups, app, "kernel")
+        want = [{"launches": 6, "replayed": 3, "passes": 3 * 2 + 3, "declined": 3,
+                 "declined_by_reason": "untracked_memory: 3", "not_selected": 0}]
+        self.assertEqual(e2e.tally(rk), want, str(rk))
+        self.assertEqual(e2e.tally(rr), want, str(rr))
+        outcomes = [(x["dispatch_id"], x["outcome"], x["reason"], x["passes_executed"])
+                    for x in self.dispatches(range_db)]
+        self.assertEqual(outcomes, [(x["dispatch_id"], x["outcome"], x["reason"],
+                                     x["passes_executed"]) for x in self.dispatches(kernel_db)])
+        self.assertEqual(outcomes[3:], [(i, "declined", "untracked_memory", 1) for i in (4, 5, 6)])
+        self.assertEqual(self.counters(range_db), self.counters(kernel_db), str(rr))
+
     def test_a_range_is_snapshotted_once_and_restored_per_further_pass(self):
         r, db = self.run_app(["--replay-mode", "range", "--pmc", "ops", "--pmc", "threads_launched",
                               "--pmc", "bytes_read"], ["--launches", 8, "--read-every", 4])
