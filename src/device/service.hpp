@@ -22,6 +22,22 @@
 
 namespace kreplay::device {
 
+/// The service's name: "pc_sampling", "sass_metrics", "pm_sampling"; nullptr for a kind that is
+/// none of them. kreplay_get_pass_service_name answers with it, and the host device's test switch
+/// KREPLAY_HOST_FAIL_SERVICE_PASSES names services by it.
+constexpr const char* pass_service_name(kreplay_pass_service_kind_t kind) {
+  switch (kind) {
+    case KREPLAY_PASS_SERVICE_PC_SAMPLING:
+      return "pc_sampling";
+    case KREPLAY_PASS_SERVICE_SASS_METRICS:
+      return "sass_metrics";
+    case KREPLAY_PASS_SERVICE_PM_SAMPLING:
+      return "pm_sampling";
+    default:
+      return nullptr;
+  }
+}
+
 /// What a tool asked a service for, in a service-neutral form.
 struct ServiceSettings {
   std::vector<std::string> metrics;  ///< SASS / PM metrics (empty: the service's default set)

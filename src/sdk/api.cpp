@@ -10,6 +10,7 @@
 
 #include "common/logging.hpp"
 #include "common/util.hpp"
+#include "device/service.hpp"
 #include "kreplay/kreplay.h"
 #include "sdk/pass_services.hpp"
 #include "sdk/runtime.hpp"
@@ -419,16 +420,7 @@ kreplay_status_t kreplay_configure_dispatch_counting_service(
 }
 
 const char* kreplay_get_pass_service_name(kreplay_pass_service_kind_t kind) {
-  switch (kind) {
-    case KREPLAY_PASS_SERVICE_PC_SAMPLING:
-      return "pc_sampling";
-    case KREPLAY_PASS_SERVICE_SASS_METRICS:
-      return "sass_metrics";
-    case KREPLAY_PASS_SERVICE_PM_SAMPLING:
-      return "pm_sampling";
-    default:
-      return nullptr;
-  }
+  return kreplay::device::pass_service_name(kind);
 }
 
 namespace {

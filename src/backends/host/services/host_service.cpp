@@ -9,24 +9,6 @@
 #include "common/util.hpp"
 
 namespace kreplay::hostrt {
-namespace {
-
-// The SDK's names of the services (kreplay_get_pass_service_name), for
-// KREPLAY_HOST_FAIL_SERVICE_PASSES.
-const char* service_name(kreplay_pass_service_kind_t kind) {
-  switch (kind) {
-    case KREPLAY_PASS_SERVICE_PC_SAMPLING:
-      return "pc_sampling";
-    case KREPLAY_PASS_SERVICE_SASS_METRICS:
-      return "sass_metrics";
-    case KREPLAY_PASS_SERVICE_PM_SAMPLING:
-      return "pm_sampling";
-    default:
-      return "";
-  }
-}
-
-}  // namespace
 
 Status HostPassService::begin_pass(device::Launch& launch,
                                    const device::ServiceSettings& settings) {
@@ -56,7 +38,7 @@ Result<std::vector<device::ServiceSample>> HostPassService::flush(device::Launch
   // as a GPU's service can lose passes (CUDA PC sampling after counter passes), so that what the
   // SDK and the command say of lost passes is tested without one.
   static const std::string lose = env::get("KREPLAY_HOST_FAIL_SERVICE_PASSES").value_or("");
-  if (!lose.empty() && lose == service_name(kind())) {
+  if (const char* name = device::pass_service_name(kind()); !lose.empty() && name && lose == name) {
     return Error(
         KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
         fmt::format("the host device lost this pass (KREPLAY_HOST_FAIL_SERVICE_PASSES={})", lose));
