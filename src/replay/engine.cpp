@@ -335,14 +335,7 @@ kreplay_decline_reason_t Engine::save_entry_state(DispatchState& st, Snapshot& s
             s.message());
     return KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT;
   }
-  if (opt.decline_untracked) {
-    if (uint64_t untracked = dev.untracked_bytes(); untracked > 0) {
-      KR_WARN_ONCE("untracked", "the device holds {} of memory kreplay does not track; its "
-                                "launches are not replayed",
-                   format_bytes(untracked));
-      return KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY;
-    }
-  }
+  if (holds_untracked_memory(dev)) return KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY;
   // A graph launch reaches memory through its nodes, not through argument bytes: all of it.
   const bool args_scope = opt.scope == KREPLAY_SNAPSHOT_SCOPE_ARGS && st.launch->graph() == nullptr;
   std::vector<Region> regions = args_scope
@@ -596,6 +589,16 @@ void Engine::check_divergence(DispatchState& st) {
                st.info.dispatch_id, st.info.kernel_name, st.pass);
     }
   }
+}
+
+bool Engine::holds_untracked_memory(device::Device& dev) {
+  if (!options().decline_untracked) return false;
+  const uint64_t untracked = dev.untracked_bytes();
+  if (untracked == 0) return false;
+  KR_WARN_ONCE("untracked", "the device holds {} of memory kreplay does not track; its "
+                            "launches are not replayed",
+               format_bytes(untracked));
+  return true;
 }
 
 bool Engine::flush_before_pass(device::Device& dev) {

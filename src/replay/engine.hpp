@@ -432,6 +432,9 @@ class Engine {
   /// PASS ENTER and the pass's services). A device that cannot is reported once. True when the
   /// caches were flushed.
   bool flush_before_pass(device::Device& dev);
+  /// Whether windows on @p dev are declined for memory kreplay does not track (Options::
+  /// decline_untracked and the device holds some); says so once per process.
+  bool holds_untracked_memory(device::Device& dev);
   /// Range replay, RangeState::flush_launches: before launch @p index of @p r's current pass is
   /// submitted, wait for the launch before it (if any), flush the caches, and tell the counter
   /// backend where the flush falls among the pass's counted launches (range_flush).

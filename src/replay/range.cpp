@@ -422,12 +422,7 @@ kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& 
     KR_WARN("range {}: {}; its launches run once", r.info.range_id, s.message());
     return KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT;
   }
-  if (opt.decline_untracked && dev.untracked_bytes() > 0) {
-    KR_WARN_ONCE("untracked", "the device holds {} of memory kreplay does not track; its "
-                              "launches are not replayed",
-                 format_bytes(dev.untracked_bytes()));
-    return KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY;
-  }
+  if (holds_untracked_memory(dev)) return KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY;
   // A range's launches are not known in advance: it saves the whole inventory.
   std::vector<Region> regions = inventory_.regions(slot.agent);
   Result<Placement> placement = [&] {
