@@ -45,6 +45,14 @@ fw_digest() {  # fw_digest APP LOG: the digest of APP's KREPLAY_RESULT line in L
   grep -h "^KREPLAY_RESULT $1 " "$2" 2>/dev/null | tail -1 | cut -d' ' -f3
 }
 
+pcb() {  # pcb SECTION NAME kreplay-args...: services_kernels under kreplay, then the PC samples
+         # its database holds and the first line saying PC sampling collected nothing
+  local section=$1 name=$2 run=${1}_$2
+  shift 2
+  step "$run" 60 "$K" "$@" --kernel-include-regex . -d "$W/$run" -o run -- "$D/bin/kreplay_gpu_services_kernels"
+  note "$section $name: $(python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute("select count(*), coalesce(sum(samples),0), group_concat(distinct replay_pass) from pc_samples").fetchone(); print("%d rows, %d samples, passes %s" % r)' "$W/$run/run_results.db" 2>&1 | tail -1) | $(grep -h "collected no sample\|not collected" "$W/$run.log" | head -1 | cut -c1-120)"
+}
+
 ms() { date +%s%3N; }
 step() {  # step NAME LIMIT_S cmd...
   local name=$1 limit=$2
@@ -402,28 +410,21 @@ PY
   pcbisect)  # which neighbour of PC sampling leaves it without samples (issue 11): services_kernels
              # under PC sampling alone (one run, pass 0), behind a timing pass (a replayed pass), with
              # counters before and after it, with SASS metrics, with eager module loading, in range replay; PC samples each
-    SA=$D/bin/kreplay_gpu_services_kernels
-    pcb() {  # pcb NAME kreplay-args...: run, then count the PC samples its database holds
-      local name=$1
-      shift
-      step "pcb_$name" 60 "$K" "$@" --kernel-include-regex . -d "$W/pcb_$name" -o run -- "$SA"
-      note "pcbisect $name: $(python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute("select count(*), coalesce(sum(samples),0), group_concat(distinct replay_pass) from pc_samples").fetchone(); print("%d rows, %d samples, passes %s" % r)' "$W/pcb_$name/run_results.db" 2>&1 | tail -1) | $(grep -h "collected no sample\|not collected" "$W/pcb_$name.log" | head -1 | cut -c1-120)"
-    }
-    pcb alone --pc-sampling
-    CUDA_MODULE_LOADING=EAGER pcb eager --pc-sampling
-    pcb replayed --timing-pass --pc-sampling
-    pcb replayed_nocache --timing-pass --pc-sampling --cache-control none
-    pcb after_counters --pmc smsp__inst_executed.sum --pc-sampling
-    pcb before_counters --pmc smsp__inst_executed.sum --pc-sampling --pc-sampling-pass-position 0
-    pcb with_sass --pc-sampling --source-counters
-    pcb with_pm --pc-sampling --pm-sampling smsp__inst_executed.sum
-    pcb range --pc-sampling --replay-mode range
-    pcb range_counters --pmc smsp__inst_executed.sum --pc-sampling --replay-mode range
-    KREPLAY_WARM_START=0 pcb after_counters_nowarm --pmc smsp__inst_executed.sum --pc-sampling
-    pcb after_counters_nocache --pmc smsp__inst_executed.sum --pc-sampling --cache-control none
-    pcb counters_timing_pc --pmc smsp__inst_executed.sum --timing-pass --pc-sampling
-    KREPLAY_COUNTER_API=profiler pcb after_counters_api --pmc smsp__inst_executed.sum --pc-sampling
-    KREPLAY_LOG_LEVEL=debug pcb after_counters_debug --pmc smsp__inst_executed.sum --pc-sampling \
+    pcb pcbisect alone --pc-sampling
+    CUDA_MODULE_LOADING=EAGER pcb pcbisect eager --pc-sampling
+    pcb pcbisect replayed --timing-pass --pc-sampling
+    pcb pcbisect replayed_nocache --timing-pass --pc-sampling --cache-control none
+    pcb pcbisect after_counters --pmc smsp__inst_executed.sum --pc-sampling
+    pcb pcbisect before_counters --pmc smsp__inst_executed.sum --pc-sampling --pc-sampling-pass-position 0
+    pcb pcbisect with_sass --pc-sampling --source-counters
+    pcb pcbisect with_pm --pc-sampling --pm-sampling smsp__inst_executed.sum
+    pcb pcbisect range --pc-sampling --replay-mode range
+    pcb pcbisect range_counters --pmc smsp__inst_executed.sum --pc-sampling --replay-mode range
+    KREPLAY_WARM_START=0 pcb pcbisect after_counters_nowarm --pmc smsp__inst_executed.sum --pc-sampling
+    pcb pcbisect after_counters_nocache --pmc smsp__inst_executed.sum --pc-sampling --cache-control none
+    pcb pcbisect counters_timing_pc --pmc smsp__inst_executed.sum --timing-pass --pc-sampling
+    KREPLAY_COUNTER_API=profiler pcb pcbisect after_counters_api --pmc smsp__inst_executed.sum --pc-sampling
+    KREPLAY_LOG_LEVEL=debug pcb pcbisect after_counters_debug --pmc smsp__inst_executed.sum --pc-sampling \
       --launch-count 2
     ;;
   pcprobe)  # bench/cuda/pc_sampling_probe.cpp: PC sampling after whole counter collections (issue 11)
@@ -445,17 +446,12 @@ PY
             # pass first, so that a relaunch is counted), in range replay, before them on the
             # application's own launch (works on the H200), and before them on a relaunch (timing
             # pass first): does a relaunch sample after the previous window's counters?
-    SA=$D/bin/kreplay_gpu_services_kernels
-    for c in "after_counters --pmc smsp__inst_executed.sum --pc-sampling" \
-             "timing_first --timing-pass --timing-pass-position 0 --pmc smsp__inst_executed.sum --pc-sampling" \
-             "pc_before_counters --pmc smsp__inst_executed.sum --pc-sampling --pc-sampling-pass-position 0" \
-             "pc_relaunch_first --timing-pass --timing-pass-position 0 --pc-sampling --pc-sampling-pass-position 0 --pmc smsp__inst_executed.sum" \
-             "range_counters --pmc smsp__inst_executed.sum --pc-sampling --replay-mode range"; do
-      read -r -a a <<<"$c"
-      name=${a[0]}
-      step "pco_$name" 60 "$K" "${a[@]:1}" --kernel-include-regex . -d "$W/pco_$name" -o run -- "$SA"
-      note "pcorder $name: $(python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute("select count(*), coalesce(sum(samples),0), group_concat(distinct replay_pass) from pc_samples").fetchone(); print("%d rows, %d samples, passes %s" % r)' "$W/pco_$name/run_results.db" 2>&1 | tail -1)"
-    done
+    pcb pcorder after_counters --pmc smsp__inst_executed.sum --pc-sampling
+    pcb pcorder timing_first --timing-pass --timing-pass-position 0 --pmc smsp__inst_executed.sum --pc-sampling
+    pcb pcorder pc_before_counters --pmc smsp__inst_executed.sum --pc-sampling --pc-sampling-pass-position 0
+    pcb pcorder pc_relaunch_first --timing-pass --timing-pass-position 0 --pc-sampling \
+      --pc-sampling-pass-position 0 --pmc smsp__inst_executed.sum
+    pcb pcorder range_counters --pmc smsp__inst_executed.sum --pc-sampling --replay-mode range
     ;;
   heapprobe)  # bench/cuda/heap_probe.cu: can the device malloc heap be found and restored (issue 10 item 3)
     step heap_probe 60 "$D/bin/heap_probe"
