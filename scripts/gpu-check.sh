@@ -50,7 +50,7 @@ pcb() {  # pcb SECTION NAME kreplay-args...: services_kernels under kreplay, the
   local section=$1 name=$2 run=${1}_$2
   shift 2
   step "$run" 60 "$K" "$@" --kernel-include-regex . -d "$W/$run" -o run -- "$D/bin/kreplay_gpu_services_kernels"
-  note "$section $name: $(python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute("select count(*), coalesce(sum(samples),0), group_concat(distinct replay_pass) from pc_samples").fetchone(); print("%d rows, %d samples, passes %s" % r)' "$W/$run/run_results.db" 2>&1 | tail -1) | $(grep -h "collected no sample\|not collected" "$W/$run.log" | head -1 | cut -c1-120)"
+  note "$section $name: $(python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); r=c.execute("select count(*), coalesce(sum(samples),0), group_concat(distinct replay_pass) from pc_samples").fetchone(); print("%d rows, %d samples, passes %s" % r); print(" per dispatch:pass", " ".join("%d:%d=%d" % t for t in c.execute("select dispatch_id, replay_pass, sum(samples) from pc_samples group by 1, 2 order by 1, 2"))); print("; sass rows %d, pm rows %d, counter rows %d" % tuple(c.execute("select count(*) from " + t).fetchone()[0] for t in ("sass_metrics", "pm_samples", "counters")))' "$W/$run/run_results.db" 2>&1 | tail -3 | tr -d '\n') | $(grep -h "collected no sample\|not collected" "$W/$run.log" | head -1 | cut -c1-120)"
 }
 
 ms() { date +%s%3N; }
@@ -440,18 +440,46 @@ PY
     step pcp_exit_counted 60 "$PP" pc cbexit:smsp__inst_executed.sum pc
     step pcp_exit_other 60 "$PP" pc cbexitk:smsp__inst_executed.sum pc
     step pcp_other_enabled 60 "$PP" collect:smsp__inst_executed.sum other sync drop pc
+    step pcp_first_collect 60 "$PP" collect:smsp__inst_executed.sum drop pc pc
+    step pcp_idle_first 60 "$PP" pcidle collect:smsp__inst_executed.sum drop pc
+    step pcp_stream 60 "$PP" kernel=stream pc pc
+    step pcp_stream_exit 60 "$PP" kernel=stream pc cbexit: pc cbexit:
+    step pcp_stream_exit_first 60 "$PP" kernel=stream cbexit: pc
+    step pcp_hot_exit_first 60 "$PP" cbexit: pc
+    step pcp_s1_new_relaunch 60 "$PP" pc kernel=stream cbexit: cbexit:
+    step pcp_s2_known_relaunch 60 "$PP" kernel=stream launch kernel=hot pc kernel=stream cbexit:
+    step pcp_s3_new_plain 60 "$PP" pc kernel=stream pc
+    step pcp_s4_new_then_plain 60 "$PP" pc kernel=stream launch pc cbexit:
+    step pcp_s5_kept 60 "$PP" enable pc kernel=stream launch pc cbexit: disable
+    step pcp_s6_kept_counters 60 "$PP" enable pc collect:smsp__inst_executed.sum drop pc disable
+    step pcp_s7_kept_first_counters 60 "$PP" collect:smsp__inst_executed.sum drop enable pc disable
+    step pcp_s8_other_pc_first 60 "$PP" kernel=stream pc kernel=hot collect:smsp__inst_executed.sum drop pc
+    M=collect:smsp__inst_executed.sum
+    step pcp_k1_counters_while_enabled 60 "$PP" kernel=stream $M drop kernel=hot enable pc $M pc drop pc disable pc
+    step pcp_k2_first_under_both 60 "$PP" kernel=stream $M drop kernel=hot enable $M drop pc disable
+    step pcp_k3_mixed 60 "$PP" kernel=stream $M drop enable kernel=hot launch pc $M drop kernel=stream pc cbexit: disable
+    step pcp_s9_kept_new_counters 60 "$PP" enable pc disable kernel=stream collect:smsp__inst_executed.sum drop enable pc cbexit: disable
     grep -h "^pc_sampling_probe" "$W"/pcp_*.log | tee -a "$O/summary.txt"
     ;;
-  pcorder)  # PC sampling and counters in one window (issue 11): after them (the default; with a timing
-            # pass first, so that a relaunch is counted), in range replay, before them on the
-            # application's own launch (works on the H200), and before them on a relaunch (timing
-            # pass first): does a relaunch sample after the previous window's counters?
+  pcorder)  # PC sampling next to other passes (issue 11): on a relaunch after a timing pass, after
+            # counters (the default), after a timing pass and counters, before the counters, in
+            # range replay, and with SASS metrics and PM sampling on their own passes too; per
+            # dispatch, every launch of services_kernels should have samples
+    pcb pcorder replayed --timing-pass --pc-sampling
     pcb pcorder after_counters --pmc smsp__inst_executed.sum --pc-sampling
     pcb pcorder timing_first --timing-pass --timing-pass-position 0 --pmc smsp__inst_executed.sum --pc-sampling
     pcb pcorder pc_before_counters --pmc smsp__inst_executed.sum --pc-sampling --pc-sampling-pass-position 0
-    pcb pcorder pc_relaunch_first --timing-pass --timing-pass-position 0 --pc-sampling \
-      --pc-sampling-pass-position 0 --pmc smsp__inst_executed.sum
     pcb pcorder range_counters --pmc smsp__inst_executed.sum --pc-sampling --replay-mode range
+    pcb pcorder all_services --pmc smsp__inst_executed.sum --pc-sampling --source-counters \
+      --pm-sampling dram__bytes_read.sum
+    pcb pcorder all_services_range --pmc smsp__inst_executed.sum --pc-sampling --source-counters \
+      --pm-sampling dram__bytes_read.sum --replay-mode range
+    pcb pcorder services_no_counters --timing-pass --pc-sampling --source-counters \
+      --pm-sampling dram__bytes_read.sum
+    pcb pcorder services_no_counters_range --pc-sampling --source-counters \
+      --pm-sampling dram__bytes_read.sum --replay-mode range
+    pcb pcorder period_change --pmc smsp__inst_executed.sum --pc-sampling --pc-sampling-period 12
+    grep -h "warning" "$W"/pcorder_*.log | sort | uniq -c | head -20 | tee -a "$O/summary.txt"
     ;;
   heapprobe)  # bench/cuda/heap_probe.cu: can the device malloc heap be found and restored (issue 10 item 3)
     step heap_probe 60 "$D/bin/heap_probe"

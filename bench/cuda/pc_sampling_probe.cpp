@@ -22,6 +22,18 @@
 //     cbexitk:M   cbexit:M with another kernel launched after the decode, before the drop (as
 //                 kreplay restores memory and flushes the caches between passes)
 //     other       launch that other kernel
+//     launch      launch the kernel (no PC sampling, no counters)
+//     enable      enable and configure PC sampling and keep it so: later pc steps (and cbexit's)
+//                 only Start, launch, Stop and read, as a tool that enables it once per context
+//     disable     disable what enable kept
+//     cbenable    enable as `enable` does, inside the ENTER callback of the application's next
+//                 launch (where kreplay enables it)
+//     cbboth:M    cbenable and cbexit:M on one launch: enabled, then counted, in one ENTER callback
+//     newstream / hostalloc / events / alloc   what kreplay does on a context besides launches: a
+//                 kernel on a stream of its own, pinned host memory, a launch between events, 1 GiB
+//                 of device memory
+//     kernel=hot|stream  the kernel every later step launches: the hot FFMA loop (the default) or
+//                 a memory-bound copy of 256 MiB (reads and writes global memory)
 // Prints one `pc_sampling_probe step=... samples=... status=...` line per step; a probe, not a
 // test: it asserts nothing.
 #include <cuda.h>
@@ -44,6 +56,8 @@
 // pc_sampling_probe_kernel.cu: a hot FFMA loop, 264 x 256 threads.
 void pc_sampling_probe_launch(float* out);
 void pc_sampling_probe_other(float* out);
+void pc_sampling_probe_stream(const void* in, void* out, size_t n4);
+void pc_sampling_probe_other_on(float* out, cudaStream_t stream);
 
 namespace {
 
@@ -54,8 +68,16 @@ const char* cupti_name(CUptiResult r) {
 }
 
 float* g_out = nullptr;
+void* g_stream_in = nullptr;
+void* g_stream_out = nullptr;
+constexpr size_t kStreamBytes = size_t{256} << 20;
+bool g_stream_kernel = false;  // kernel=stream
 void launch() {
-  pc_sampling_probe_launch(g_out);
+  if (g_stream_kernel) {
+    pc_sampling_probe_stream(g_stream_in, g_stream_out, kStreamBytes / 16);
+  } else {
+    pc_sampling_probe_launch(g_out);
+  }
 }
 
 struct Sampled {
@@ -93,17 +115,28 @@ struct Buf {
   }
 };
 
-Sampled pc_sample(CUcontext ctx, bool with_launch) {
-  Sampled s;
-  auto fail = [&](const char* call, CUptiResult r) {
-    s.status = std::string(call) + ": " + cupti_name(r);
-    return s;
-  };
+// PC sampling enabled and configured on the context (kreplay's begin_pass before Start), with the
+// buffers it was configured with. `enable` keeps one for later steps; `pc` makes its own.
+struct Enabled {
+  std::unique_ptr<Buf> config, read;
+};
+std::unique_ptr<Enabled> g_kept;  // enable ... disable
+
+void pc_disable(CUcontext ctx) {
+  CUpti_PCSamplingDisableParams dis{};
+  dis.size = CUpti_PCSamplingDisableParamsSize;
+  dis.ctx = ctx;
+  cuptiPCSamplingDisable(&dis);
+}
+
+std::unique_ptr<Enabled> pc_enable(CUcontext ctx, std::string& status) {
   CUpti_PCSamplingEnableParams en{};
   en.size = CUpti_PCSamplingEnableParamsSize;
   en.ctx = ctx;
-  if (CUptiResult r = cuptiPCSamplingEnable(&en); r != CUPTI_SUCCESS)
-    return fail("cuptiPCSamplingEnable", r);
+  if (CUptiResult r = cuptiPCSamplingEnable(&en); r != CUPTI_SUCCESS) {
+    status = std::string("cuptiPCSamplingEnable: ") + cupti_name(r);
+    return nullptr;
+  }
   // The stall reasons, as kreplay's service asks for them.
   auto reasons = kreplay::cupti::pc_stall_reasons(ctx);
   std::vector<uint32_t> idx;
@@ -111,7 +144,9 @@ Sampled pc_sample(CUcontext ctx, bool with_launch) {
     for (const auto& r : *reasons) idx.push_back(r.index);
   }
   const size_t num = idx.size();
-  Buf config(4096, num), read(4096, num);
+  auto e = std::make_unique<Enabled>();
+  e->config = std::make_unique<Buf>(4096, num);
+  e->read = std::make_unique<Buf>(4096, num);
   std::vector<CUpti_PCSamplingConfigurationInfo> attrs(5);
   attrs[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
   attrs[0].attributeData.collectionModeData.collectionMode =
@@ -122,7 +157,7 @@ Sampled pc_sample(CUcontext ctx, bool with_launch) {
   attrs[2].attributeData.outputDataFormatData.outputDataFormat =
       CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
   attrs[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
-  attrs[3].attributeData.samplingDataBufferData.samplingDataBuffer = &config.data;
+  attrs[3].attributeData.samplingDataBufferData.samplingDataBuffer = &e->config->data;
   attrs[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
   attrs[4].attributeData.stallReasonData.stallReasonCount = num;
   attrs[4].attributeData.stallReasonData.pStallReasonIndex = idx.data();
@@ -131,22 +166,23 @@ Sampled pc_sample(CUcontext ctx, bool with_launch) {
   cfg.ctx = ctx;
   cfg.numAttributes = attrs.size();
   cfg.pPCSamplingConfigurationInfo = attrs.data();
-  auto disable = [&] {
-    CUpti_PCSamplingDisableParams dis{};
-    dis.size = CUpti_PCSamplingDisableParamsSize;
-    dis.ctx = ctx;
-    cuptiPCSamplingDisable(&dis);
-  };
   if (CUptiResult r = cuptiPCSamplingSetConfigurationAttribute(&cfg); r != CUPTI_SUCCESS) {
-    disable();
-    return fail("cuptiPCSamplingSetConfigurationAttribute", r);
+    pc_disable(ctx);
+    status = std::string("cuptiPCSamplingSetConfigurationAttribute: ") + cupti_name(r);
+    return nullptr;
   }
+  return e;
+}
+
+// Start, the launch, Stop and every PC on an enabled context.
+Sampled pc_collect(CUcontext ctx, Enabled& e, bool with_launch) {
+  Sampled s;
   CUpti_PCSamplingStartParams start{};
   start.size = CUpti_PCSamplingStartParamsSize;
   start.ctx = ctx;
   if (CUptiResult r = cuptiPCSamplingStart(&start); r != CUPTI_SUCCESS) {
-    disable();
-    return fail("cuptiPCSamplingStart", r);
+    s.status = std::string("cuptiPCSamplingStart: ") + cupti_name(r);
+    return s;
   }
   if (with_launch) {
     launch();
@@ -160,17 +196,28 @@ Sampled pc_sample(CUcontext ctx, bool with_launch) {
     CUpti_PCSamplingGetDataParams get{};
     get.size = CUpti_PCSamplingGetDataParamsSize;
     get.ctx = ctx;
-    get.pcSamplingData = &read.data;
+    get.pcSamplingData = &e.read->data;
     if (CUptiResult r = cuptiPCSamplingGetData(&get); r != CUPTI_SUCCESS) {
       s.status = std::string("cuptiPCSamplingGetData: ") + cupti_name(r);
       break;
     }
-    const size_t got = read.data.totalNumPcs;
-    add(read.data, s);
-    if (read.data.remainingNumPcs == 0 && (config.data.totalNumPcs == 0 || got == 0)) break;
+    const size_t got = e.read->data.totalNumPcs;
+    add(e.read->data, s);
+    if (e.read->data.remainingNumPcs == 0 && (e.config->data.totalNumPcs == 0 || got == 0)) break;
   }
-  disable();
-  add(config.data, s);
+  return s;
+}
+
+// One PC-sampled launch as kreplay's pass takes it: enable, configure, collect, disable (or, after
+// `enable`, only collect).
+Sampled pc_sample(CUcontext ctx, bool with_launch) {
+  if (g_kept) return pc_collect(ctx, *g_kept, with_launch);
+  Sampled s;
+  std::unique_ptr<Enabled> e = pc_enable(ctx, s.status);
+  if (!e) return s;
+  s = pc_collect(ctx, *e, with_launch);
+  pc_disable(ctx);
+  add(e->config->data, s);
   return s;
 }
 
@@ -219,8 +266,9 @@ struct CallbackRun {
 };
 CallbackRun g_cb;
 
-bool g_exit_mode = false;   // cbexit: counters on the application's launch, PC in its EXIT
-bool g_exit_other = false;  // cbexitk: another kernel between the collection and the drop
+bool g_enable_mode = false;  // cbenable
+bool g_exit_mode = false;    // cbexit: counters on the application's launch, PC in its EXIT
+bool g_exit_other = false;   // cbexitk: another kernel between the collection and the drop
 int g_depth = 0;
 std::string g_collection = "none";  // cbexit: how the counted launch's collection went
 
@@ -232,6 +280,19 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
       cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx &&
       cbid != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz)
     return;
+  if (g_enable_mode) {
+    // cbenable: PC sampling enabled (and kept) inside the application's launch's ENTER callback,
+    // as kreplay's prepare does; cbboth: then that launch counted and PC-sampled as cbexit.
+    if (info->callbackSite == CUPTI_API_ENTER && !g_kept && g_depth == 0) {
+      std::string status = "ok";
+      g_kept = pc_enable(g_cb.ctx, status);
+      g_cb.status = status;
+    }
+    if (!g_exit_mode) {
+      g_cb.done = true;
+      return;
+    }
+  }
   if (g_exit_mode) {
     if (g_depth > 0) return;  // our own launches inside the callbacks
     ++g_depth;
@@ -295,6 +356,9 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
 int main(int argc, char** argv) {
   cudaSetDevice(0);
   cudaMalloc(reinterpret_cast<void**>(&g_out), 264 * 256 * sizeof(float));
+  cudaMalloc(&g_stream_in, kStreamBytes);
+  cudaMalloc(&g_stream_out, kStreamBytes);
+  cudaMemset(g_stream_in, 0, kStreamBytes);
   launch();  // load the module, make the context
   cudaDeviceSynchronize();
   CUcontext ctx = nullptr;
@@ -313,8 +377,10 @@ int main(int argc, char** argv) {
     } else if (step.rfind("collect:", 0) == 0) {
       kreplay::Status run = collect(ctx, rp, step.substr(8), samples, dropped);
       if (!run.ok()) status = run.message();
-    } else if (step.rfind("cb:", 0) == 0 || step.rfind("cbexit", 0) == 0) {
-      g_exit_mode = step.rfind("cbexit", 0) == 0;
+    } else if (step.rfind("cb:", 0) == 0 || step.rfind("cbexit", 0) == 0 || step == "cbenable" ||
+               step.rfind("cbboth:", 0) == 0) {
+      g_enable_mode = step == "cbenable" || step.rfind("cbboth:", 0) == 0;
+      g_exit_mode = step.rfind("cbexit", 0) == 0 || step.rfind("cbboth:", 0) == 0;
       g_exit_other = step.rfind("cbexitk:", 0) == 0;
       // Inside the ENTER callback of the application's next launch: collect, drop, PC-sample a
       // relaunch (as kreplay's counter pass, make_room and PC-sampling pass do).
@@ -331,6 +397,35 @@ int main(int argc, char** argv) {
         pcs = g_cb.sampled.pcs;
         status = g_cb.status;
       }
+    } else if (step == "newstream") {
+      CUstream st = nullptr;
+      cuStreamCreate(&st, CU_STREAM_NON_BLOCKING);
+      pc_sampling_probe_other_on(g_out, st);
+      cuStreamSynchronize(st);
+    } else if (step == "hostalloc") {
+      void* h = nullptr;
+      cuMemHostAlloc(&h, 1 << 20, 0);
+    } else if (step == "events") {
+      CUevent a = nullptr, b = nullptr;
+      cuEventCreate(&a, 0);
+      cuEventCreate(&b, 0);
+      cuEventRecord(a, nullptr);
+      launch();
+      cuEventRecord(b, nullptr);
+      cuEventSynchronize(b);
+    } else if (step == "alloc") {
+      CUdeviceptr d = 0;
+      cuMemAlloc(&d, size_t{1} << 30);
+    } else if (step == "launch") {
+      launch();
+      cuCtxSynchronize();
+    } else if (step == "enable") {
+      g_kept = pc_enable(ctx, status);
+    } else if (step == "disable") {
+      pc_disable(ctx);
+      g_kept.reset();
+    } else if (step == "kernel=hot" || step == "kernel=stream") {
+      g_stream_kernel = step == "kernel=stream";
     } else if (step == "other") {
       pc_sampling_probe_other(g_out);
     } else if (step == "drop") {
