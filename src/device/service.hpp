@@ -1,6 +1,7 @@
 // PassService: one per-pass service of a device (PC sampling, SASS metrics, PM sampling), behind
-// one interface the SDK drives the same way for every service: configure once, then per pass
-// begin (before the submission), end (after it completed) and flush (its samples).
+// one interface the SDK drives the same way for every service: configure once, prepare as each
+// window opens, then per pass begin (before the submission), end (after it completed) and flush
+// (its samples).
 //
 // A device offers a service through Device::service(kind); nullptr means the device has none
 // (the SDK then refuses to configure it with NOT_AVAILABLE). A new service is a new
@@ -72,6 +73,16 @@ class PassService {
   /// Check @p settings and fill in the defaults. Errors: COUNTER_NOT_FOUND (the message names
   /// the metric and close names), INVALID_ARGUMENT (a setting out of range, saying the range).
   virtual Status configure(ServiceSettings& settings) const = 0;
+  /// Before @p launch's first submission, and before a window opens on it (a launch's passes,
+  /// or a range's, @p launch being its first launch) ahead of the counters' warm start: for
+  /// every launch, replayed or not. Called for every service some active context has configured,
+  /// with the first such context's settings. For a service that must be set up on the launch's
+  /// context before anything else collects there (CUDA PC sampling, whose kernels must run with
+  /// it enabled from the start); it must be cheap when already done. Default: nothing.
+  virtual void prepare(Launch& launch, const ServiceSettings& settings) {
+    (void)launch;
+    (void)settings;
+  }
   /// Arm collection for the next submission of @p launch.
   virtual Status begin_pass(Launch& launch, const ServiceSettings& settings) = 0;
   /// The submission completed (or did not run): stop collecting.

@@ -225,7 +225,8 @@ class Hooks {
 
   /// Before a window opens (kernel replay: before the snapshot; range replay: as a range opens,
   /// @p range true), with the device's window held exclusively and the device neither capturing
-  /// nor behind a host waiter: let the device's counters pay a one-time start-up cost now
+  /// nor behind a host waiter: let the device's per-pass services prepare it
+  /// (device::PassService::prepare), then its counters pay a one-time start-up cost now
   /// (device::CounterBackend::warm_start). Default: nothing.
   virtual void warm_start(DispatchState& st, bool range) {
     (void)st;

@@ -185,6 +185,9 @@ bool SdkHooks::before_submit(replay::DispatchState& st) {
     d = acquire_hook_data();
     st.hook_data = d;
   }
+  // Every launch's first submission, replayed or not (a window's came after warm_start did the
+  // same): CUDA PC sampling must be enabled before any kernel runs next to another collection.
+  if (st.pass == 0) prepare_pass_services(rt_, st);
   d->traced.clear();
   d->armed.clear();
   d->sets.clear();
@@ -390,6 +393,9 @@ device::CounterSet* SdkHooks::armed_set(replay::DispatchState& st) {
 
 void SdkHooks::warm_start(replay::DispatchState& st, bool range) {
   if (st.launch == nullptr) return;
+  // First what the per-pass services need on the device before anything collects there (CUDA PC
+  // sampling must be enabled before the counters start), then the counters' warm start.
+  prepare_pass_services(rt_, st);
   bool counting = false;
   for (const auto& cptr : rt_.registry().contexts()) {
     if (cptr->counting.configured() && cptr->active.load(std::memory_order_acquire)) {

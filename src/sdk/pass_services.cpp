@@ -91,6 +91,22 @@ Status configure_pass_service(Runtime& rt, uint64_t context, kreplay_pass_servic
   return rt.registry().configure_pass_service(context, kind, std::move(callbacks));
 }
 
+void prepare_pass_services(Runtime& rt, replay::DispatchState& st) {
+  if (st.launch == nullptr) return;
+  const AgentEntry* agent = rt.agent(st.info.agent_id.handle);
+  if (agent == nullptr || agent->device == nullptr) return;
+  for (int k = KREPLAY_PASS_SERVICE_NONE + 1; k < KREPLAY_PASS_SERVICE_LAST; ++k) {
+    auto kind = static_cast<kreplay_pass_service_kind_t>(k);
+    for (const auto& c : rt.registry().contexts()) {
+      if (!c->services[k].configured() || !c->active.load(std::memory_order_acquire)) continue;
+      if (device::PassService* svc = agent->device->service(kind)) {
+        svc->prepare(*st.launch, c->services[k].settings);
+      }
+      break;  // the first active context's settings, as PassServiceRun::begin uses
+    }
+  }
+}
+
 void PassServiceRun::clear() {
   kinds_.clear();
 }

@@ -25,6 +25,10 @@ class Runtime;
 Status configure_pass_service(Runtime& rt, uint64_t context, kreplay_pass_service_kind_t kind,
                               device::ServiceSettings settings, PassServiceSub callbacks);
 
+/// A window opens on @p st (its first pass, or a range's entry, not yet run): let every service
+/// some active context has configured prepare the dispatch's device (device::PassService::prepare).
+void prepare_pass_services(Runtime& rt, replay::DispatchState& st);
+
 /// The per-pass services of one pass of one dispatch (kept in the hooks' per-dispatch data).
 class PassServiceRun {
  public:

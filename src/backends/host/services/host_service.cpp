@@ -10,6 +10,12 @@
 
 namespace kreplay::hostrt {
 
+void HostPassService::prepare(device::Launch& launch, const device::ServiceSettings& settings) {
+  (void)launch;
+  (void)settings;
+  prepared_.store(true);
+}
+
 Status HostPassService::begin_pass(device::Launch& launch,
                                    const device::ServiceSettings& settings) {
   auto* work = dynamic_cast<HostWork*>(&launch);
@@ -35,14 +41,15 @@ Result<std::vector<device::ServiceSample>> HostPassService::flush(device::Launch
   const Probe* armed = work->probe_armed;
   work->probe_armed = nullptr;
   // KREPLAY_HOST_FAIL_SERVICE_PASSES=<service name>: every pass of that service is lost when read,
-  // as a GPU's service can lose passes (CUDA PC sampling after counter passes), so that what the
-  // SDK and the command say of lost passes is tested without one.
+  // as a GPU's service can lose passes, so that what the SDK and the command say of lost passes
+  // is tested without one.
   static const std::string lose = env::get("KREPLAY_HOST_FAIL_SERVICE_PASSES").value_or("");
   if (const char* name = device::pass_service_name(kind()); !lose.empty() && name && lose == name) {
     return Error(
         KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
         fmt::format("the host device lost this pass (KREPLAY_HOST_FAIL_SERVICE_PASSES={})", lose));
   }
+  if (needs_prepare() && !prepared_.load()) return std::vector<device::ServiceSample>{};
   // Only the submission this pass armed counts (an earlier pass's record may still be `last`).
   if (armed == nullptr || !work->last || work->last->probe.get() != armed || !work->last->wait(0))
     return std::vector<device::ServiceSample>{};

@@ -4,6 +4,7 @@
 // collects and how it checks its settings; host_services() lists them.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -14,11 +15,16 @@ namespace kreplay::hostrt {
 
 class HostPassService : public device::PassService {
  public:
+  void prepare(device::Launch& launch, const device::ServiceSettings& settings) final;
   Status begin_pass(device::Launch& launch, const device::ServiceSettings& settings) final;
   Status end_pass(device::Launch& launch) final;
   Result<std::vector<device::ServiceSample>> flush(device::Launch& launch) final;
 
  protected:
+  /// Whether the service samples only on a device where prepare() ran before the pass (PC
+  /// sampling, as CUDA's: kernels must run with it enabled from the first window on, or a pass
+  /// gets nothing with every call succeeding). Unprepared, such a pass gives no sample.
+  virtual bool needs_prepare() const { return false; }
   /// The probe's clock settings for @p settings: PC sampling period (log2 cycles; >= 63: none)
   /// and PM interval.
   virtual uint32_t period_log2(const device::ServiceSettings& settings) const {
@@ -36,6 +42,9 @@ class HostPassService : public device::PassService {
   Status check_metrics(const std::vector<std::string>& names, const char* service) const;
   /// A sample of @p site with everything but the name and value.
   static device::ServiceSample at_site(const ProbeSite& site, const std::string& function);
+
+ private:
+  std::atomic<bool> prepared_{false};
 };
 
 std::unique_ptr<HostPassService> make_host_pc_sampling();

@@ -1,5 +1,6 @@
 // PC sampling on the host device: per instruction, the samples the probe's virtual clock gave it
-// (one every 2^period_log2 cycles), under the stall reason of its kind.
+// (one every 2^period_log2 cycles), under the stall reason of its kind. Like CUDA's, it samples
+// only where it was prepared before the first window (HostPassService::needs_prepare).
 #include <fmt/format.h>
 
 #include "backends/host/services/host_service.hpp"
@@ -42,6 +43,8 @@ class HostPcSampling final : public HostPassService {
   }
 
  protected:
+  bool needs_prepare() const override { return true; }
+
   uint32_t period_log2(const device::ServiceSettings& settings) const override {
     return static_cast<uint32_t>(settings.period);
   }
