@@ -561,8 +561,11 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
       const auto* r = static_cast<const CUpti_ResourceData*>(data);
       switch (cbid) {
         case CUPTI_CBID_RESOURCE_CU_INIT_FINISHED:
+          init_devices();
+          break;
         case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
           init_devices();
+          services::pc_sampling_context_created(device_of_context(r->context), r->context);
           break;
         case CUPTI_CBID_RESOURCE_MODULE_LOADED: {
           init_devices();

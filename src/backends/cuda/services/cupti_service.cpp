@@ -136,6 +136,21 @@ bool cubins_wanted() {
   return false;
 }
 
+bool counters_configured() {
+  for (const auto& c : sdk::Runtime::get().registry().contexts()) {
+    if (c->counting.configured() && c->active.load(std::memory_order_acquire)) return true;
+  }
+  return false;
+}
+
+const device::ServiceSettings* configured_settings(kreplay_pass_service_kind_t kind) {
+  for (const auto& c : sdk::Runtime::get().registry().contexts()) {
+    if (c->services[kind].configured() && c->active.load(std::memory_order_acquire))
+      return &c->services[kind].settings;
+  }
+  return nullptr;
+}
+
 void remember_cubin(uint32_t module_id, const void* cubin, size_t size) {
   if (cubin == nullptr || size == 0) return;
   auto c = std::make_shared<Cubin>();
