@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite pcbisect pcprobe pcorder heapprobe rangespan real apicost warmstart. (nccl needs two
+# services servicesbench servicesuite pcbisect pcprobe pcorder pcstart heapprobe rangespan real apicost warmstart. (nccl needs two
 # GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -480,6 +480,18 @@ PY
       --pm-sampling dram__bytes_read.sum --replay-mode range
     pcb pcorder period_change --pmc smsp__inst_executed.sum --pc-sampling --pc-sampling-period 12
     grep -h "warning" "$W"/pcorder_*.log | sort | uniq -c | head -20 | tee -a "$O/summary.txt"
+    ;;
+  pcstart)  # what in kreplay stops the range profiler from starting next to an enabled PC sampling
+            # (issue 11; bench/RESULTS.md, eleventh session): each candidate before the enable and
+            # the collection in the probe; a collection that fails says which
+    PP=$D/bin/pc_sampling_probe
+    M=collect:smsp__inst_executed.sum
+    step pcs_memops_first 60 "$PP" memops enable $M drop pc disable
+    step pcs_memops_after 60 "$PP" enable memops $M drop pc disable
+    step pcs_stallquery 60 "$PP" stallquery enable $M drop pc disable
+    step pcs_offline 60 "$PP" offline:smsp__inst_executed.sum enable $M drop pc disable
+    step pcs_all 60 "$PP" stallquery offline:smsp__inst_executed.sum memops enable $M drop pc disable
+    grep -h "^pc_sampling_probe" "$W"/pcs_*.log | tee -a "$O/summary.txt"
     ;;
   heapprobe)  # bench/cuda/heap_probe.cu: can the device malloc heap be found and restored (issue 10 item 3)
     step heap_probe 60 "$D/bin/heap_probe"

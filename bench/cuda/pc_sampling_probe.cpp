@@ -32,6 +32,9 @@
 //     newstream / hostalloc / events / alloc   what kreplay does on a context besides launches: a
 //                 kernel on a stream of its own, pinned host memory, a launch between events, 1 GiB
 //                 of device memory
+//     memops      kreplay's memory module on the context (load, cache flush, fill, tiny launch)
+//     stallquery  the stall-reason query on the primary context (enable, read, disable)
+//     offline:M   an offline CUPTI host for the device's chip, and a config image of metrics M
 //     kernel=hot|stream  the kernel every later step launches: the hot FFMA loop (the default) or
 //                 a memory-bound copy of 256 MiB (reads and writes global memory)
 // Prints one `pc_sampling_probe step=... samples=... status=...` line per step; a probe, not a
@@ -50,8 +53,10 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cupti/profiler_host.hpp"
 #include "backends/cuda/cupti/range_profiler.hpp"
 #include "backends/cuda/cupti/service_catalog.hpp"
+#include "backends/cuda/memory/memory_ops.hpp"
 
 // pc_sampling_probe_kernel.cu: a hot FFMA loop, 264 x 256 threads.
 void pc_sampling_probe_launch(float* out);
@@ -71,7 +76,8 @@ float* g_out = nullptr;
 void* g_stream_in = nullptr;
 void* g_stream_out = nullptr;
 constexpr size_t kStreamBytes = size_t{256} << 20;
-bool g_stream_kernel = false;  // kernel=stream
+bool g_stream_kernel = false;                        // kernel=stream
+std::unique_ptr<kreplay::cuda::MemoryOps> g_memops;  // memops
 void launch() {
   if (g_stream_kernel) {
     pc_sampling_probe_stream(g_stream_in, g_stream_out, kStreamBytes / 16);
@@ -396,6 +402,33 @@ int main(int argc, char** argv) {
         samples = g_cb.sampled.samples;
         pcs = g_cb.sampled.pcs;
         status = g_cb.status;
+      }
+    } else if (step == "memops") {
+      // kreplay's own memory module on the context: loaded, its flush, fill and tiny kernels run.
+      CUdevice dev = 0;
+      cuCtxGetDevice(&dev);
+      auto ops = kreplay::cuda::MemoryOps::create(ctx, dev);
+      kreplay::Status ms = ops.ok() ? (*ops)->init() : ops.status();
+      if (ms.ok()) ms = (*ops)->flush_caches();
+      if (ms.ok()) ms = (*ops)->fill_random(reinterpret_cast<CUdeviceptr>(g_out), 4096, 1);
+      if (ms.ok()) ms = (*ops)->tiny_launch();
+      if (!ms.ok()) status = ms.message();
+      if (ops.ok()) g_memops = std::move(ops).value();  // kept, as kreplay keeps its own
+    } else if (step == "stallquery") {
+      // What the PC-sampling service's metrics() does before any pass: enable on the primary
+      // context, read the stall reasons, disable.
+      auto r = kreplay::cupti::pc_stall_reasons_of_device(0);
+      if (!r.ok()) status = r.status().message();
+    } else if (step.rfind("offline:", 0) == 0) {
+      // The offline host kreplay builds counter configs with at start (no counter availability).
+      auto chip = kreplay::cupti::ProfilerHost::device_chip_name(0);
+      auto host =
+          chip.ok() ? kreplay::cupti::ProfilerHost::shared(*chip)
+                    : kreplay::Result<std::shared_ptr<kreplay::cupti::ProfilerHost>>(chip.status());
+      if (!host.ok()) {
+        status = host.status().message();
+      } else if (auto cfg = (*host)->build_config(split(step.substr(8))); !cfg.ok()) {
+        status = cfg.status().message();
       }
     } else if (step == "newstream") {
       CUstream st = nullptr;
