@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite pcbisect pcprobe pcorder pcstart heapprobe rangespan real apicost warmstart. (nccl needs two
+# services servicesbench servicesuite pcbisect pcprobe pcorder pcstart pcfix heapprobe rangespan real apicost warmstart. (nccl needs two
 # GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -491,7 +491,50 @@ PY
     step pcs_stallquery 60 "$PP" stallquery enable $M drop pc disable
     step pcs_offline 60 "$PP" offline:smsp__inst_executed.sum enable $M drop pc disable
     step pcs_all 60 "$PP" stallquery offline:smsp__inst_executed.sum memops enable $M drop pc disable
-    grep -h "^pc_sampling_probe" "$W"/pcs_*.log | tee -a "$O/summary.txt"
+    step pcs_devsupported 60 "$PP" devsupported enable $M drop pc disable
+    step pcs_devsupported_after 60 "$PP" enable devsupported $M drop pc disable
+    step pcs_atcreate 60 env PC_PROBE_ENABLE_AT_CREATE=1 "$PP" $M drop pc disable
+    step pcs_atcreate_eager 60 env PC_PROBE_ENABLE_AT_CREATE=1 CUDA_MODULE_LOADING=EAGER "$PP" $M drop pc disable
+    step pcs_atcreate_memops 60 env PC_PROBE_ENABLE_AT_CREATE=1 CUDA_MODULE_LOADING=EAGER "$PP" \
+      devsupported memops $M drop pc disable
+    for f in "$W"/pcs_*.log; do
+      echo "${f##*/}: $(grep -h "^pc_sampling_probe" "$f" | sed 's/^pc_sampling_probe //' | tr '\n' ';')"
+    done | tee -a "$O/summary.txt"
+    # kreplay itself with PC sampling kept enabled next to counters: the CUPTI calls in order
+    for c in after_counters:--pc-sampling-pass-position=1 before_counters:--pc-sampling-pass-position=0; do
+      KREPLAY_PC_SAMPLING_KEEP_ENABLED=1 KREPLAY_LOG_LEVEL=debug \
+        pcb pcstart "keep_${c%%:*}" --pmc smsp__inst_executed.sum --pc-sampling "${c#*:}"
+      grep -h "PC sampling:\|range profiler:\|counters:\|warning\|error" "$W/pcstart_keep_${c%%:*}.log" | head -60 | cut -c1-220 >>"$O/summary.txt"
+    done
+    KREPLAY_PC_SAMPLING_KEEP_ENABLED=1 KREPLAY_WARM_START=0 KREPLAY_LOG_LEVEL=debug \
+      pcb pcstart keep_nowarm --pmc smsp__inst_executed.sum --pc-sampling
+    grep -h "PC sampling:\|range profiler:\|counters:\|warning\|error" "$W/pcstart_keep_nowarm.log" | head -40 | cut -c1-220 >>"$O/summary.txt"
+    ;;
+  pcfix)  # PC sampling kept enabled next to counters (issue 11): a module loaded while it is enabled
+          # stops the range profiler (counter availability, Start) until it is enabled again
+    PP=$D/bin/pc_sampling_probe
+    M=collect:smsp__inst_executed.sum
+    step pcf_memload 60 "$PP" enable memload $M drop pc disable
+    step pcf_memops_reenable 60 "$PP" enable memops reenable $M drop pc disable
+    step pcf_atcreate_reenable 60 env PC_PROBE_ENABLE_AT_CREATE=1 CUDA_MODULE_LOADING=EAGER "$PP" reenable $M drop pc disable
+    step pcf_cached_start 60 "$PP" $M drop enable memops $M drop pc disable
+    step pcf_cached_reenable 60 "$PP" $M drop enable memops reenable $M drop pc disable
+    step pcf_rp_kept_reenable 60 "$PP" $M enable memops reenable $M drop pc disable
+    for f in "$W"/pcf_*.log; do
+      echo "${f##*/}: $(grep -h "^pc_sampling_probe" "$f" | sed 's/^pc_sampling_probe //;s/ pcs=[0-9]*//;s/ samples=0//' | tr '\n' ';')"
+    done | tee -a "$O/summary.txt"
+    # kreplay with PC sampling kept enabled next to counters (KREPLAY_PC_SAMPLING_KEEP_ENABLED=1
+    # while it is not the default): every launch sampled and counted, in every order and mode
+    export KREPLAY_PC_SAMPLING_KEEP_ENABLED=${KREPLAY_PC_SAMPLING_KEEP_ENABLED:-1}
+    pcb pcfix after_counters --pmc smsp__inst_executed.sum --pc-sampling
+    pcb pcfix after_counters_range --pmc smsp__inst_executed.sum --pc-sampling --replay-mode range
+    pcb pcfix timing_first --timing-pass --timing-pass-position 0 --pmc smsp__inst_executed.sum --pc-sampling
+    pcb pcfix ten_pass --metrics "$TEN" --pc-sampling
+    pcb pcfix all_services --pmc smsp__inst_executed.sum --pc-sampling --source-counters \
+      --pm-sampling dram__bytes_read.sum
+    pcb pcfix all_services_range --pmc smsp__inst_executed.sum --pc-sampling --source-counters \
+      --pm-sampling dram__bytes_read.sum --replay-mode range
+    grep -h "warning\|error" "$W"/pcfix_*.log | sort | uniq -c | head -20 | cut -c1-240 | tee -a "$O/summary.txt"
     ;;
   heapprobe)  # bench/cuda/heap_probe.cu: can the device malloc heap be found and restored (issue 10 item 3)
     step heap_probe 60 "$D/bin/heap_probe"

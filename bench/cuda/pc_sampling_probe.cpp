@@ -33,10 +33,16 @@
 //                 kernel on a stream of its own, pinned host memory, a launch between events, 1 GiB
 //                 of device memory
 //     memops      kreplay's memory module on the context (load, cache flush, fill, tiny launch)
+//     memload     kreplay's memory module loaded on the context, none of its kernels run
+//     reenable    disable and enable again what enable kept (no launch in between)
 //     stallquery  the stall-reason query on the primary context (enable, read, disable)
 //     offline:M   an offline CUPTI host for the device's chip, and a config image of metrics M
+//     devsupported  cuptiProfilerDeviceSupported for the device (kreplay asks it before its first
+//                 range profiler)
 //     kernel=hot|stream  the kernel every later step launches: the hot FFMA loop (the default) or
 //                 a memory-bound copy of 256 MiB (reads and writes global memory)
+// PC_PROBE_ENABLE_AT_CREATE=1 enables PC sampling (as `enable` does, kept) inside the CUPTI
+// resource callback of the context's creation, before any module is loaded there, as kreplay does.
 // Prints one `pc_sampling_probe step=... samples=... status=...` line per step; a probe, not a
 // test: it asserts nothing.
 #include <cuda.h>
@@ -357,9 +363,28 @@ void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
   g_cb.status = g_cb.sampled.status + " (collected " + std::to_string(passes) + " passes)";
 }
 
+std::string g_create_status = "not called";
+void CUPTIAPI on_resource(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_CONTEXT_CREATED || g_kept)
+    return;
+  const auto* r = static_cast<const CUpti_ResourceData*>(data);
+  g_create_status = "ok";
+  g_kept = pc_enable(r->context, g_create_status);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  CUpti_SubscriberHandle create_sub = nullptr;
+  if (const char* at = std::getenv("PC_PROBE_ENABLE_AT_CREATE"); at && *at == '1') {
+    if (cuptiSubscribe(&create_sub, on_resource, nullptr) == CUPTI_SUCCESS) {
+      cuptiEnableCallback(1, create_sub, CUPTI_CB_DOMAIN_RESOURCE,
+                          CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+    } else {
+      g_create_status = "cuptiSubscribe failed";
+    }
+  }
   cudaSetDevice(0);
   cudaMalloc(reinterpret_cast<void**>(&g_out), 264 * 256 * sizeof(float));
   cudaMalloc(&g_stream_in, kStreamBytes);
@@ -369,6 +394,12 @@ int main(int argc, char** argv) {
   cudaDeviceSynchronize();
   CUcontext ctx = nullptr;
   cuCtxGetCurrent(&ctx);
+  if (std::getenv("PC_PROBE_ENABLE_AT_CREATE")) {
+    if (create_sub) cuptiUnsubscribe(create_sub);  // the cb steps subscribe again
+    std::printf("pc_sampling_probe step=0:enable_at_create samples=0 pcs=0 dropped_or_value=0 "
+                "status=%s\n",
+                g_create_status.c_str());
+  }
   std::unique_ptr<kreplay::cupti::RangeProfiler> rp;
   for (int i = 1; i < argc; ++i) {
     const std::string step = argv[i];
@@ -414,6 +445,20 @@ int main(int argc, char** argv) {
       if (ms.ok()) ms = (*ops)->tiny_launch();
       if (!ms.ok()) status = ms.message();
       if (ops.ok()) g_memops = std::move(ops).value();  // kept, as kreplay keeps its own
+    } else if (step == "memload") {
+      CUdevice dev = 0;
+      cuCtxGetDevice(&dev);
+      auto ops = kreplay::cuda::MemoryOps::create(ctx, dev);
+      kreplay::Status ms = ops.ok() ? (*ops)->init() : ops.status();
+      if (!ms.ok()) status = ms.message();
+      if (ops.ok()) g_memops = std::move(ops).value();
+    } else if (step == "reenable") {
+      if (!g_kept) {
+        status = "nothing enabled";
+      } else {
+        pc_disable(ctx);
+        g_kept = pc_enable(ctx, status);
+      }
     } else if (step == "stallquery") {
       // What the PC-sampling service's metrics() does before any pass: enable on the primary
       // context, read the stall reasons, disable.
@@ -430,6 +475,11 @@ int main(int argc, char** argv) {
       } else if (auto cfg = (*host)->build_config(split(step.substr(8))); !cfg.ok()) {
         status = cfg.status().message();
       }
+    } else if (step == "devsupported") {
+      CUdevice dev = 0;
+      cuCtxGetDevice(&dev);
+      kreplay::Status ds = kreplay::cupti::RangeProfiler::device_supported(dev);
+      if (!ds.ok()) status = ds.message();
     } else if (step == "newstream") {
       CUstream st = nullptr;
       cuStreamCreate(&st, CU_STREAM_NON_BLOCKING);
