@@ -523,9 +523,8 @@ PY
     for f in "$W"/pcf_*.log; do
       echo "${f##*/}: $(grep -h "^pc_sampling_probe" "$f" | sed 's/^pc_sampling_probe //;s/ pcs=[0-9]*//;s/ samples=0//' | tr '\n' ';')"
     done | tee -a "$O/summary.txt"
-    # kreplay with PC sampling kept enabled next to counters (KREPLAY_PC_SAMPLING_KEEP_ENABLED=1
-    # while it is not the default): every launch sampled and counted, in every order and mode
-    export KREPLAY_PC_SAMPLING_KEEP_ENABLED=${KREPLAY_PC_SAMPLING_KEEP_ENABLED:-1}
+    # kreplay, PC sampling kept enabled next to counters: every launch sampled and counted, in
+    # every order and mode
     pcb pcfix after_counters --pmc smsp__inst_executed.sum --pc-sampling
     pcb pcfix after_counters_range --pmc smsp__inst_executed.sum --pc-sampling --replay-mode range
     pcb pcfix timing_first --timing-pass --timing-pass-position 0 --pmc smsp__inst_executed.sum --pc-sampling

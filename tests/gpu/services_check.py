@@ -14,6 +14,9 @@ On kreplay_gpu_services_kernels (tests/gpu/apps/services_kernels.cu, built with 
   counters_next      counters with PC sampling, SASS metrics and PM sampling on other passes of the
                      same launches equal a counters-only run within 1% (instructions; DRAM bytes
                      of the launches that read more than 64 MiB);
+  pc_next_to_counters  in that run (PC sampling after the counter passes, the default order) and in
+                     range replay with counters, every counted launch has PC samples, and every
+                     service has records;
   digest             the application's result under every service equals its plain run's.
 One line per check: "PASS <check>: ..." or "FAIL <check>: ...". Exit 77 when there is no GPU, 1
 when a check fails. KREPLAY_PM_METRICS overrides the PM metrics (DRAM first, instructions second).
@@ -156,5 +159,24 @@ else:
             f"{compared} values compared, {len(bad)} off by more than 1%: {'; '.join(bad[:3])} {warnings('counters_mixed')}")
     got = re.findall(r"^KREPLAY_RESULT .*$", out_m, re.M)
     verdict("digest", bool(digest) and got == digest, f"plain {digest} under every service {got}")
+
+# (e) PC sampling after the counter passes: every counted launch sampled, kernel and range replay
+ranged, out_r = profile("pc_range", ["--pmc", "smsp__inst_executed.sum", "--pc-sampling", "--replay-mode", "range",
+                                     "--kernel-include-regex", "."])
+if mixed is None or ranged is None:
+    verdict("pc_next_to_counters", False, out_m if mixed is None else out_r)
+else:
+    notes, ok = [], True
+    for label, db, log in (("kernel", mixed, "counters_mixed"), ("range", ranged, "pc_range")):
+        counted = {i for (i,) in db.execute("select distinct dispatch_id from counters")}
+        sampled = dict(db.execute("select dispatch_id, sum(samples) from pc_samples group by dispatch_id"))
+        missing = sorted(i for i in counted if sampled.get(i, 0) <= 0)
+        rows = {t: db.execute(f"select count(*) from {t}").fetchone()[0]
+                for t in ("sass_metrics", "pm_samples")} if label == "kernel" else {}
+        ok = ok and len(counted) >= 6 and not missing and all(rows.values())
+        notes.append(f"{label}: {len(counted)} counted launches, {len(counted) - len(missing)} with PC samples "
+                     f"({sum(sampled.values())} samples){''.join(f', {t} {n} rows' for t, n in rows.items())} "
+                     f"{warnings(log)}")
+    verdict("pc_next_to_counters", ok, "; ".join(notes))
 
 sys.exit(1 if failed else 0)

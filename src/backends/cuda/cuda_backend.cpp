@@ -97,6 +97,10 @@ bool CudaDevice::own_kernels_in(CUcontext ctx) {
   return ctx != nullptr && o.ok() && (*o)->context() == ctx;
 }
 
+void CudaDevice::ready_for_counters(CUcontext ctx) {
+  services::pc_sampling_ready_for_counters(this, ctx);
+}
+
 void CudaDevice::note_stream(CUstream s) {
   {
     std::shared_lock lock(streams_mu_);

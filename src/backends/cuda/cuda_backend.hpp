@@ -79,6 +79,10 @@ class CudaDevice final : public device::Device {
   Status tiny_launch(CUcontext ctx);
   /// Whether kreplay's own kernels (the cache flush's, tiny_launch's) run in @p ctx.
   bool own_kernels_in(CUcontext ctx);
+  /// The counters are about to begin on @p ctx (a pass, a range's pass, their warm start): the
+  /// per-pass services that stay enabled next to them get the context ready first (CUDA PC
+  /// sampling after a module load: services/pc_sampling.cpp).
+  void ready_for_counters(CUcontext ctx);
   void set_chip(const std::string& chip) { desc_.chip = chip; }
 
   /// Streams that have carried work on this device (for drain).

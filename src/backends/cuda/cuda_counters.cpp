@@ -214,6 +214,16 @@ Result<cupti::RangeProfiler*> CudaCounterBackend::profiler_for_current_context()
   return p.get();
 }
 
+void CudaCounterBackend::ready_current_context() {
+  if (device_ == nullptr) return;
+  CUcontext ctx = nullptr;
+  {
+    InternalScope internal;
+    if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr) return;
+  }
+  device_->ready_for_counters(ctx);
+}
+
 cupti::RangeProfiler* CudaCounterBackend::profiler() {
   auto p = profiler_for_current_context();
   return p.ok() ? *p : nullptr;
@@ -289,6 +299,7 @@ Status CudaCounterBackend::begin_pass(device::Launch& launch,
   }
   if (cl->capturing) return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "stream is being captured");
   auto* set = static_cast<CudaCounterSet*>(sets[0]);
+  ready_current_context();
   if (use_profiler_api()) {
     ASSIGN_OR_RETURN(cupti::ProfilerApiSession * session, session_for_current_context());
     const bool mid = cl->counter_set == set && !cl->counter_collection_done;
@@ -390,6 +401,7 @@ Result<std::vector<std::vector<device::CounterValue>>> CudaCounterBackend::end_p
 
 Status CudaCounterBackend::begin_range_pass(device::CounterSet* set, bool first_pass,
                                             bool whole_graph, bool flushes) {
+  ready_current_context();
   Status s = start_range_pass(set, first_pass, whole_graph, flushes);
   if (!s.ok()) {
     KR_WARN("counters: {}; starting over on a fresh profiler object", s.message());

@@ -84,6 +84,7 @@ void CudaCounterBackend::warm_start(device::Launch& launch, bool range) {
     // The application's queued work finishes before profiling starts, with the engine's time
     // limit (the dispatch's snapshot drains the device right after anyway).
     RETURN_IF_ERROR(device_->drain(sdk::Runtime::get().engine().options().drain_timeout_ms));
+    ready_current_context();  // after tiny_launch, which may have loaded kreplay's module
     ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
     profiling = true;
     const cupti::RangeProfilerCosts before = rp->costs();

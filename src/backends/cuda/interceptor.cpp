@@ -571,6 +571,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
           init_devices();
           auto t0 = std::chrono::steady_clock::now();
           on_module_loaded(r->context, static_cast<const CUpti_ModuleResourceData*>(r->resourceDescriptor));
+          services::pc_sampling_module_loaded(device_of_context(r->context), r->context);
           state().modules_ms += ms_since(t0);  // callbacks of one process run one at a time here
           ++state().modules_loaded;
           break;

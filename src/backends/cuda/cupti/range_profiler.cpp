@@ -58,6 +58,8 @@ class DeviceHosts {
 Result<std::vector<uint8_t>> read_counter_availability(CUcontext ctx) {
   auto params = KR_CUPTI_PARAMS(CUpti_Profiler_GetCounterAvailability_Params);
   params.ctx = ctx;
+  KR_DEBUG("range profiler: reading the counter availability on context {}",
+           static_cast<const void*>(ctx));
   KR_CUPTI_RETURN_IF_ERROR(cuptiProfilerGetCounterAvailability(&params));
   std::vector<uint8_t> image(params.counterAvailabilityImageSize);
   params.pCounterAvailabilityImage = image.data();
@@ -170,6 +172,7 @@ Status RangeProfiler::enable() {
     TimedCall timed(costs_.enable);
     KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerEnable(&params));
   }
+  KR_DEBUG("range profiler: enabled on context {}", static_cast<const void*>(ctx_));
   object_ = params.pRangeProfilerObject;
   config_used_ = false;
   return Status::Ok();
@@ -183,6 +186,7 @@ Status RangeProfiler::disable() {
   config_used_ = false;
   in_pass_ = false;
   TimedCall timed(costs_.disable);
+  KR_DEBUG("range profiler: disabling on context {}", static_cast<const void*>(ctx_));
   KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerDisable(&params));
   return Status::Ok();
 }

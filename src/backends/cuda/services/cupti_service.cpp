@@ -136,13 +136,6 @@ bool cubins_wanted() {
   return false;
 }
 
-bool counters_configured() {
-  for (const auto& c : sdk::Runtime::get().registry().contexts()) {
-    if (c->counting.configured() && c->active.load(std::memory_order_acquire)) return true;
-  }
-  return false;
-}
-
 const device::ServiceSettings* configured_settings(kreplay_pass_service_kind_t kind) {
   for (const auto& c : sdk::Runtime::get().registry().contexts()) {
     if (c->services[kind].configured() && c->active.load(std::memory_order_acquire))

@@ -123,14 +123,17 @@ SourceLine source_line(uint64_t crc, bool crc32_only, const std::string& functio
 void add_sources(std::vector<device::ServiceSample>& samples, const std::vector<uint64_t>& crcs,
                  bool crc32_only);
 
-/// Whether some active SDK context configured counters.
-bool counters_configured();
 /// The settings of @p kind of the first active SDK context that configured it; nullptr if none.
 const device::ServiceSettings* configured_settings(kreplay_pass_service_kind_t kind);
 
 /// A context of @p dev was created: when some tool configured PC sampling, enable it there now
 /// (pc_sampling.cpp says why).
 void pc_sampling_context_created(CudaDevice* dev, CUcontext ctx);
+/// A module was loaded in @p ctx of @p dev (its resource callback; no CUPTI call is made there).
+void pc_sampling_module_loaded(CudaDevice* dev, CUcontext ctx);
+/// The counters are about to begin a collection pass on @p ctx: PC sampling, kept enabled there,
+/// is enabled afresh if a module was loaded since (pc_sampling.cpp says why).
+void pc_sampling_ready_for_counters(CudaDevice* dev, CUcontext ctx);
 
 std::unique_ptr<device::PassService> make_pc_sampling(CudaDevice* dev);
 std::unique_ptr<device::PassService> make_sass_metrics(CudaDevice* dev);

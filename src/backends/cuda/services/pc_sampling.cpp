@@ -2,23 +2,25 @@
 // what ncu's WarpStateStats section and source page show.
 //
 // Kernel-serialized collection mode with start/stop control. What the H200 showed (CUDA 13.0,
-// driver 580; bench/cuda/pc_sampling_probe.cpp, bench/RESULTS.md, eleventh session):
+// driver 580; bench/cuda/pc_sampling_probe.cpp, bench/RESULTS.md, eleventh and twelfth sessions):
 //   - CUPTI samples a kernel only if, once any profiling has begun on the context (PC sampling
 //     enabled once, or the range profiler), the kernel's next launch ran with PC sampling
 //     enabled. A kernel launched there with it disabled first (a counter pass, a timing pass, the
 //     application's own launch between windows) gets no sample ever after, every call succeeding.
 //   - PC sampling collects nothing while the range profiler is enabled on the context.
-//   - In the probe, the range profiler counts correctly while PC sampling is enabled but not
-//     started (also enabled, counted and PC-sampled within one launch's callbacks), and fails to
-//     start (CUPTI_ERROR_INVALID_PARAMETER) once PC sampling was started since it was enabled.
-//     In kreplay's runs its first Start fails even so; why is not found yet.
-// So in runs without counters (keep_enabled) PC sampling is enabled on each context before any
-// kernel runs there (when the context is created, else at its first launch: prepare) and stays
-// enabled: a pass starts, stops, reads every PC, disables (which writes what was pending into the
-// configured buffer, read last) and enables again at once. Kernels are serialized while it is
-// enabled. In runs with counters a pass enables it, first giving the counters' range profiler up
-// (make_room), and disables it after; a kernel counted before its first PC-sampling pass then
-// gets no sample, and flush says so and how to get them (its pass first, or no counters).
+//   - The range profiler counts while PC sampling is enabled but not started, except after a
+//     module was loaded into the context while PC sampling was enabled there (an application
+//     module, or kreplay's own memory kernels): then the counter-availability read and
+//     cuptiRangeProfilerStart fail with CUPTI_ERROR_INVALID_PARAMETER until PC sampling is
+//     disabled and enabled again. The same happens once PC sampling was started since its enable.
+// So PC sampling is enabled on each context before any kernel runs there (when the context is
+// created, else at its first launch: prepare) and stays enabled: a pass gives the counters' range
+// profiler up (make_room), starts, stops, reads every PC, disables (which writes what was pending
+// into the configured buffer, read last) and enables again at once. A module load marks its
+// context, and before the counters begin there (ready_for_counters) PC sampling is disabled and
+// enabled again, with no kernel in between. Kernels are serialized while it is enabled.
+// KREPLAY_PC_SAMPLING_KEEP_ENABLED=0 restores the older way (enabled for its own passes only; a
+// kernel counted before its first PC-sampling pass then gets no sample, and flush says so).
 //
 // One sample per (function, PC, stall reason) with the number of samples. CUPTI gives no
 // instruction text (left empty; a later step may disassemble the cubin with nvdisasm); the source
@@ -27,6 +29,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 #include <tuple>
 #include <unordered_set>
 
@@ -36,6 +39,7 @@
 #include "backends/cuda/cupti/service_catalog.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/services/cupti_service.hpp"
+#include "common/env.hpp"
 #include "common/logging.hpp"
 
 namespace kreplay::cuda::services {
@@ -69,6 +73,7 @@ struct Enabled {
   std::unique_ptr<PcBuffer> config_buffer;  // SAMPLING_DATA_BUFFER: what Disable writes
   std::unique_ptr<PcBuffer> read_buffer;    // cuptiPCSamplingGetData's
   uint64_t period = 0;                      // as configured (0: CUPTI's default)
+  device::ServiceSettings settings;         // what it was enabled with (refresh enables again)
 };
 
 struct Armed {
@@ -147,6 +152,46 @@ class CudaPcSampling final : public device::PassService {
     }
   }
 
+  // A module was loaded in @p ctx (its resource callback, where no CUPTI call is made).
+  void module_loaded(CUcontext ctx) {
+    if (!keep_enabled()) return;  // then it is enabled only during its own passes
+    std::lock_guard lock(mu_);
+    stale_.insert(ctx);
+  }
+
+  // The counters are about to begin on @p ctx: where a module was loaded while PC sampling was
+  // enabled there, disable and enable it again first (the header comment: the range profiler
+  // cannot read the counter availability or start otherwise). No kernel runs in between, so
+  // every kernel keeps being sampled.
+  void ready_for_counters(CUcontext ctx) {
+    {
+      std::lock_guard lock(mu_);
+      if (stale_.erase(ctx) == 0) return;
+    }
+    InternalScope internal;
+    std::lock_guard lock(ctx_mu_);
+    auto it = enabled_.find(ctx);
+    if (it == enabled_.end()) return;
+    if (started_.count(ctx) != 0) {  // a pass is collecting there: its end enables afresh
+      std::lock_guard lk(mu_);
+      stale_.insert(ctx);
+      return;
+    }
+    std::unique_ptr<Enabled> old = std::move(it->second);
+    enabled_.erase(it);
+    disable(ctx);
+    Status s = enable_on(ctx, old->settings, nullptr);
+    KR_DEBUG("PC sampling: enabled again on context {} after a module load, before the counters: "
+             "{}",
+             static_cast<const void*>(ctx), s.ok() ? "ok" : s.message());
+    if (!s.ok()) {
+      KR_WARN_ONCE("pcsamp-refresh",
+                   "PC sampling could not be enabled again after a module load ({}); kernels "
+                   "first launched after this may get no sample",
+                   s.message());
+    }
+  }
+
   Status begin_pass(device::Launch& launch, const device::ServiceSettings& settings) override {
     ASSIGN_OR_RETURN(CudaLaunch * cl, cuda_launch(launch));
     if (cl->capturing) return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "stream is being captured");
@@ -159,8 +204,11 @@ class CudaPcSampling final : public device::PassService {
     CUpti_PCSamplingStartParams start{};
     start.size = CUpti_PCSamplingStartParamsSize;
     start.ctx = ctx;
-    RETURN_IF_ERROR(
-        service_status(cuptiPCSamplingStart(&start), "cuptiPCSamplingStart", kService, dev_));
+    const CUptiResult started = cuptiPCSamplingStart(&start);
+    KR_DEBUG("PC sampling: start on context {}: {}", static_cast<const void*>(ctx),
+             cupti::result_name(started));
+    RETURN_IF_ERROR(service_status(started, "cuptiPCSamplingStart", kService, dev_));
+    ++started_[ctx];
     auto armed = std::make_unique<Armed>();
     armed->ctx = ctx;
     armed->settings = settings;
@@ -178,6 +226,8 @@ class CudaPcSampling final : public device::PassService {
     if (it == enabled_.end())
       return Error(KREPLAY_STATUS_ERROR_INTERNAL, "PC sampling not enabled");
     Enabled& en = *it->second;
+    if (auto st = started_.find(armed->ctx); st != started_.end() && --st->second == 0)
+      started_.erase(st);
     std::map<Key, uint64_t> counts;
     CUpti_PCSamplingStopParams stop{};
     stop.size = CUpti_PCSamplingStopParamsSize;
@@ -243,9 +293,8 @@ class CudaPcSampling final : public device::PassService {
     }
     add_sources(out, crcs, false);
     if (out.empty() && !keep_enabled()) {
-      // In a run with counters (the header comment): say so rather than hand out an empty,
-      // plausible-looking pass. (A pass ahead of them on a kernel too short for one sample says
-      // so too; the message is worded for both.)
+      // Enabled for its own passes only (the header comment): say so rather than hand out an
+      // empty, plausible-looking pass.
       std::lock_guard lk(mu_);
       empty_next_to_counters_.insert(&launch);
     } else if (out.empty()) {
@@ -262,11 +311,10 @@ class CudaPcSampling final : public device::PassService {
     std::lock_guard lock(mu_);
     if (empty_next_to_counters_.erase(&launch) != 0) {
       return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
-                   "PC sampling collected no sample, in a run with counters: on CUDA a kernel is "
-                   "sampled only if its first launch after profiling began on the context ran "
-                   "with PC sampling enabled, and next to counters kreplay cannot keep it enabled "
-                   "(so far); put its pass first (--pc-sampling-pass-position 0, kernel replay) "
-                   "or collect --pc-sampling in a run without counters");
+                   "PC sampling collected no sample with KREPLAY_PC_SAMPLING_KEEP_ENABLED=0: on "
+                   "CUDA a kernel is sampled only if its first launch after profiling began on "
+                   "the context ran with PC sampling enabled; unset the variable, or put its pass "
+                   "first (--pc-sampling-pass-position 0, kernel replay)");
     }
     return out;
   }
@@ -287,8 +335,12 @@ class CudaPcSampling final : public device::PassService {
     en.size = CUpti_PCSamplingEnableParamsSize;
     en.ctx = ctx;
     CUptiResult r = cuptiPCSamplingEnable(&en);
-    if (r != CUPTI_SUCCESS && cl != nullptr && yield_counters(dev_, *cl, kService))
+    KR_DEBUG("PC sampling: enable on context {}: {}", static_cast<const void*>(ctx),
+             cupti::result_name(r));
+    if (r != CUPTI_SUCCESS && cl != nullptr && yield_counters(dev_, *cl, kService)) {
       r = cuptiPCSamplingEnable(&en);
+      KR_DEBUG("PC sampling: enable again after the counters yielded: {}", cupti::result_name(r));
+    }
     if (r != CUPTI_SUCCESS) return service_status(r, "cuptiPCSamplingEnable", kService, dev_);
     auto e = std::make_unique<Enabled>();
     auto reasons = cupti::pc_stall_reasons(ctx);
@@ -306,7 +358,9 @@ class CudaPcSampling final : public device::PassService {
     {
       std::lock_guard lock(mu_);
       if (reasons_seen_.empty()) reasons_seen_ = e->reasons;
+      stale_.erase(ctx);  // enabled afresh: modules loaded before do not count
     }
+    e->settings = settings;
     enabled_[ctx] = std::move(e);
     return Status::Ok();
   }
@@ -363,7 +417,10 @@ class CudaPcSampling final : public device::PassService {
     CUpti_PCSamplingDisableParams dis{};
     dis.size = CUpti_PCSamplingDisableParamsSize;
     dis.ctx = ctx;
-    if (CUptiResult r = cuptiPCSamplingDisable(&dis); r != CUPTI_SUCCESS)
+    CUptiResult r = cuptiPCSamplingDisable(&dis);
+    KR_DEBUG("PC sampling: disable on context {}: {}", static_cast<const void*>(ctx),
+             cupti::result_name(r));
+    if (r != CUPTI_SUCCESS)
       KR_WARN_ONCE("pcsamp-disable", "cuptiPCSamplingDisable failed: {}", cupti::result_name(r));
   }
 
@@ -397,18 +454,20 @@ class CudaPcSampling final : public device::PassService {
     return fmt::format("stall_reason_{}", index);
   }
 
-  // Whether PC sampling stays enabled on its contexts (the header comment): in runs without
-  // counters. Next to counters the range profiler could not start in kreplay's runs on the H200
-  // with it enabled (CUPTI_ERROR_INVALID_PARAMETER), although bench/cuda/pc_sampling_probe.cpp
-  // counts next to it (cbboth:); until that is understood, runs with counters enable it for each
-  // pass and disable it after, and a kernel counted before its first PC-sampling pass gets none.
-  static bool keep_enabled() { return !counters_configured(); }
+  // Whether PC sampling stays enabled on its contexts (the header comment).
+  // KREPLAY_PC_SAMPLING_KEEP_ENABLED=0 enables it for its own passes only.
+  static bool keep_enabled() {
+    static const bool keep = env::get_bool("KREPLAY_PC_SAMPLING_KEEP_ENABLED", true);
+    return keep;
+  }
 
   CudaDevice* dev_;
   std::unordered_set<const device::Launch*> empty_next_to_counters_;  // guarded by mu_
   std::mutex ctx_mu_;  // enabled_, and every CUPTI PC-sampling call made under it
   std::map<CUcontext, std::unique_ptr<Enabled>> enabled_;
-  mutable std::mutex mu_;  // reasons_seen_, empty_next_to_counters_
+  std::map<CUcontext, int> started_;  // passes between Start and Stop, per context (ctx_mu_)
+  mutable std::mutex mu_;  // reasons_seen_, empty_next_to_counters_, stale_
+  std::set<CUcontext> stale_;  // a module was loaded there since PC sampling was enabled
   ArmedPasses<Armed> armed_;
   std::vector<cupti::StallReason> reasons_seen_;
   PassSamples samples_;
@@ -421,6 +480,22 @@ void pc_sampling_context_created(CudaDevice* dev, CUcontext ctx) {
   if (dev == nullptr || settings == nullptr) return;
   if (auto* pc = dynamic_cast<CudaPcSampling*>(dev->service(KREPLAY_PASS_SERVICE_PC_SAMPLING)))
     pc->context_created(ctx, *settings);
+}
+
+namespace {
+CudaPcSampling* configured_pc_sampling(CudaDevice* dev) {
+  if (dev == nullptr || configured_settings(KREPLAY_PASS_SERVICE_PC_SAMPLING) == nullptr)
+    return nullptr;
+  return dynamic_cast<CudaPcSampling*>(dev->service(KREPLAY_PASS_SERVICE_PC_SAMPLING));
+}
+}  // namespace
+
+void pc_sampling_module_loaded(CudaDevice* dev, CUcontext ctx) {
+  if (auto* pc = configured_pc_sampling(dev)) pc->module_loaded(ctx);
+}
+
+void pc_sampling_ready_for_counters(CudaDevice* dev, CUcontext ctx) {
+  if (auto* pc = configured_pc_sampling(dev)) pc->ready_for_counters(ctx);
 }
 
 std::unique_ptr<device::PassService> make_pc_sampling(CudaDevice* dev) {
