@@ -550,6 +550,10 @@ PY
     step sb_sass 25 "$K" --source-counters --kernel-include-regex . -d "$W/sb_sass" -o run -- "$SA"
     step sb_pm 25 "$K" --pm-sampling dram__bytes_read.sum,smsp__inst_executed.sum \
       --kernel-include-regex . -d "$W/sb_pm" -o run -- "$SA"
+    # PC sampling's pass next to counters (after them, the default order): against counters alone
+    step sb_counters 25 "$K" --pmc smsp__inst_executed.sum --kernel-include-regex . -d "$W/sb_counters" -o run -- "$SA"
+    step sb_pc_counters 25 "$K" --pmc smsp__inst_executed.sum --pc-sampling --kernel-include-regex . \
+      -d "$W/sb_pc_counters" -o run -- "$SA"
     for sec in WarpStateStats SourceCounters PmSampling; do
       step "sb_ncu_$sec" 23 ncu --replay-mode kernel --cache-control all --clock-control none \
         --section "$sec" "$SA"
@@ -573,6 +577,8 @@ for svc, k, n in [("PC sampling", "sb_pc", "sb_ncu_WarpStateStats"),
                   ("PM sampling", "sb_pm", "sb_ncu_PmSampling")]:
     print(f"servicesbench {svc:13s} kreplay {per(k)} (pass alone {per(k, 'sb_timing')})   "
           f"ncu --section {n[7:]:15s} {per(n)}")
+print(f"servicesbench PC sampling next to counters: counters alone {per('sb_counters')}, with PC "
+      f"sampling after them {per('sb_pc_counters')} (PC pass {per('sb_pc_counters', 'sb_counters')})")
 PY
     ;;
   servicesuite)  # the GPU suite's CUDA apps under counters and all three per-pass services, in kernel and
