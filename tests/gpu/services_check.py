@@ -15,8 +15,8 @@ On kreplay_gpu_services_kernels (tests/gpu/apps/services_kernels.cu, built with 
                      same launches equal a counters-only run within 1% (instructions; DRAM bytes
                      of the launches that read more than 64 MiB);
   pc_next_to_counters  in that run (PC sampling after the counter passes, the default order) and in
-                     range replay with counters, every counted launch has PC samples, and every
-                     service has records;
+                     range replay with counters, every counted launch has PC samples, of its own
+                     kernel only, and every service has records;
   digest             the application's result under every service equals its plain run's.
 One line per check: "PASS <check>: ..." or "FAIL <check>: ...". Exit 77 when there is no GPU, 1
 when a check fails. KREPLAY_PM_METRICS overrides the PM metrics (DRAM first, instructions second).
@@ -171,6 +171,11 @@ else:
         counted = {i for (i,) in db.execute("select distinct dispatch_id from counters")}
         sampled = dict(db.execute("select dispatch_id, sum(samples) from pc_samples group by dispatch_id"))
         missing = sorted(i for i in counted if sampled.get(i, 0) <= 0)
+        # A dispatch's samples name its own kernel only (none carried over from another pass)
+        strays = db.execute("select count(distinct p.dispatch_id) from pc_samples p join dispatches d "
+                            "on d.dispatch_id = p.dispatch_id join kernels k on k.app_pass = d.app_pass "
+                            "and k.kernel_id = d.kernel_id where p.function != k.mangled_name").fetchone()[0]
+        missing += ["stray"] * strays
         rows = {t: db.execute(f"select count(*) from {t}").fetchone()[0]
                 for t in ("sass_metrics", "pm_samples")} if label == "kernel" else {}
         ok = ok and len(counted) >= 6 and not missing and all(rows.values())

@@ -97,8 +97,8 @@ bool CudaDevice::own_kernels_in(CUcontext ctx) {
   return ctx != nullptr && o.ok() && (*o)->context() == ctx;
 }
 
-void CudaDevice::ready_for_counters(CUcontext ctx) {
-  services::pc_sampling_ready_for_counters(this, ctx);
+void CudaDevice::ready_for_profiling(CUcontext ctx) {
+  services::pc_sampling_ready_for_profiling(this, ctx);
 }
 
 void CudaDevice::note_stream(CUstream s) {

@@ -79,10 +79,11 @@ class CudaDevice final : public device::Device {
   Status tiny_launch(CUcontext ctx);
   /// Whether kreplay's own kernels (the cache flush's, tiny_launch's) run in @p ctx.
   bool own_kernels_in(CUcontext ctx);
-  /// The counters are about to begin on @p ctx (a pass, a range's pass, their warm start): the
-  /// per-pass services that stay enabled next to them get the context ready first (CUDA PC
-  /// sampling after a module load: services/pc_sampling.cpp).
-  void ready_for_counters(CUcontext ctx);
+  /// The counters are about to begin on @p ctx (a pass, a range's pass, their warm start), or PM
+  /// sampling on the device (@p ctx nullptr: every context): the per-pass services that stay
+  /// enabled next to them get the context ready first (CUDA PC sampling after one of its passes
+  /// or a module load: services/pc_sampling.cpp).
+  void ready_for_profiling(CUcontext ctx);
   void set_chip(const std::string& chip) { desc_.chip = chip; }
 
   /// Streams that have carried work on this device (for drain).

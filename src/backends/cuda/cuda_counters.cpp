@@ -221,7 +221,7 @@ void CudaCounterBackend::ready_current_context() {
     InternalScope internal;
     if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr) return;
   }
-  device_->ready_for_counters(ctx);
+  device_->ready_for_profiling(ctx);
 }
 
 cupti::RangeProfiler* CudaCounterBackend::profiler() {

@@ -151,7 +151,7 @@ class CudaCounterBackend final : public device::CounterBackend {
  private:
   Result<cupti::RangeProfiler*> profiler_for_current_context();
   /// Before a collection pass (or the warm start) on the current context: the device's services
-  /// get it ready (CudaDevice::ready_for_counters).
+  /// get it ready (CudaDevice::ready_for_profiling).
   void ready_current_context();
   /// Whether counting goes through CUPTI's profiler API: KREPLAY_COUNTER_API=profiler*, or, with
   /// it unset, once the range profiler could not be enabled on a context (the current one

@@ -131,9 +131,10 @@ const device::ServiceSettings* configured_settings(kreplay_pass_service_kind_t k
 void pc_sampling_context_created(CudaDevice* dev, CUcontext ctx);
 /// A module was loaded in @p ctx of @p dev (its resource callback; no CUPTI call is made there).
 void pc_sampling_module_loaded(CudaDevice* dev, CUcontext ctx);
-/// The counters are about to begin a collection pass on @p ctx: PC sampling, kept enabled there,
-/// is enabled afresh if a module was loaded since (pc_sampling.cpp says why).
-void pc_sampling_ready_for_counters(CudaDevice* dev, CUcontext ctx);
+/// The counters are about to begin a collection pass on @p ctx, or PM sampling on the device
+/// (@p ctx nullptr: every context): PC sampling, kept enabled there, is enabled afresh if it was
+/// started or a module was loaded since (pc_sampling.cpp says why).
+void pc_sampling_ready_for_profiling(CudaDevice* dev, CUcontext ctx);
 
 std::unique_ptr<device::PassService> make_pc_sampling(CudaDevice* dev);
 std::unique_ptr<device::PassService> make_sass_metrics(CudaDevice* dev);

@@ -10,15 +10,16 @@
 //   - PC sampling collects nothing while the range profiler is enabled on the context.
 //   - The range profiler counts while PC sampling is enabled but not started, except after a
 //     module was loaded into the context while PC sampling was enabled there (an application
-//     module, or kreplay's own memory kernels): then the counter-availability read and
-//     cuptiRangeProfilerStart fail with CUPTI_ERROR_INVALID_PARAMETER until PC sampling is
-//     disabled and enabled again. The same happens once PC sampling was started since its enable.
+//     module, or kreplay's own memory kernels), or once PC sampling was started since its enable:
+//     then the counter-availability read and cuptiRangeProfilerStart fail with
+//     CUPTI_ERROR_INVALID_PARAMETER, and PM sampling's SetConfig with HARDWARE_BUSY, until PC
+//     sampling is disabled and enabled again (~80 ms, and more for the enable's setup).
 // So PC sampling is enabled on each context before any kernel runs there (when the context is
 // created, else at its first launch: prepare) and stays enabled: a pass gives the counters' range
-// profiler up (make_room), starts, stops, reads every PC, disables (which writes what was pending
-// into the configured buffer, read last) and enables again at once. A module load marks its
-// context, and before the counters begin there (ready_for_counters) PC sampling is disabled and
-// enabled again, with no kernel in between. Kernels are serialized while it is enabled.
+// profiler up (make_room), starts, stops and reads every PC. A pass or a module load marks its
+// context, and before the counters or PM sampling begin there (ready_for_profiling) PC sampling
+// is disabled and enabled again, with no kernel in between; a run without them never pays that.
+// Kernels are serialized while it is enabled.
 // KREPLAY_PC_SAMPLING_KEEP_ENABLED=0 restores the older way (enabled for its own passes only; a
 // kernel counted before its first PC-sampling pass then gets no sample, and flush says so).
 //
@@ -28,6 +29,7 @@
 #include <cupti_pcsampling.h>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <map>
 #include <set>
 #include <tuple>
@@ -82,6 +84,10 @@ struct Armed {
 };
 
 using Key = std::tuple<std::string, uint64_t, uint64_t, uint32_t>;  // function, pc, crc, reason
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
 
 class CudaPcSampling final : public device::PassService {
  public:
@@ -159,37 +165,26 @@ class CudaPcSampling final : public device::PassService {
     stale_.insert(ctx);
   }
 
-  // The counters are about to begin on @p ctx: where a module was loaded while PC sampling was
-  // enabled there, disable and enable it again first (the header comment: the range profiler
-  // cannot read the counter availability or start otherwise). No kernel runs in between, so
-  // every kernel keeps being sampled.
-  void ready_for_counters(CUcontext ctx) {
+  // The counters (or PM sampling, device-wide: @p ctx nullptr means every context) are about to
+  // begin: where PC sampling was started, or a module was loaded, since it was enabled there,
+  // disable and enable it again first (the header comment: the range profiler cannot read the
+  // counter availability or start otherwise, PM sampling's SetConfig answers HARDWARE_BUSY). No
+  // kernel runs in between, so every kernel keeps being sampled.
+  void ready_for_profiling(CUcontext ctx) {
+    std::vector<CUcontext> todo;
     {
       std::lock_guard lock(mu_);
-      if (stale_.erase(ctx) == 0) return;
+      if (ctx != nullptr) {
+        if (stale_.erase(ctx) != 0) todo.push_back(ctx);
+      } else {
+        todo.assign(stale_.begin(), stale_.end());
+        stale_.clear();
+      }
     }
+    if (todo.empty()) return;
     InternalScope internal;
     std::lock_guard lock(ctx_mu_);
-    auto it = enabled_.find(ctx);
-    if (it == enabled_.end()) return;
-    if (started_.count(ctx) != 0) {  // a pass is collecting there: its end enables afresh
-      std::lock_guard lk(mu_);
-      stale_.insert(ctx);
-      return;
-    }
-    std::unique_ptr<Enabled> old = std::move(it->second);
-    enabled_.erase(it);
-    disable(ctx);
-    Status s = enable_on(ctx, old->settings, nullptr);
-    KR_DEBUG("PC sampling: enabled again on context {} after a module load, before the counters: "
-             "{}",
-             static_cast<const void*>(ctx), s.ok() ? "ok" : s.message());
-    if (!s.ok()) {
-      KR_WARN_ONCE("pcsamp-refresh",
-                   "PC sampling could not be enabled again after a module load ({}); kernels "
-                   "first launched after this may get no sample",
-                   s.message());
-    }
+    for (CUcontext c : todo) refresh(c);
   }
 
   Status begin_pass(device::Launch& launch, const device::ServiceSettings& settings) override {
@@ -197,16 +192,21 @@ class CudaPcSampling final : public device::PassService {
     if (cl->capturing) return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "stream is being captured");
     ASSIGN_OR_RETURN(CUcontext ctx, current_context());
     InternalScope internal;
+    const auto t0 = Clock::now();
     // PC sampling collects nothing while the counters' range profiler is enabled here.
     RETURN_IF_ERROR(make_room(dev_, *cl, kService));
+    const auto t1 = Clock::now();
     std::lock_guard lock(ctx_mu_);
     RETURN_IF_ERROR(enable_on(ctx, settings, cl));
+    const auto t2 = Clock::now();
     CUpti_PCSamplingStartParams start{};
     start.size = CUpti_PCSamplingStartParamsSize;
     start.ctx = ctx;
     const CUptiResult started = cuptiPCSamplingStart(&start);
-    KR_DEBUG("PC sampling: start on context {}: {}", static_cast<const void*>(ctx),
-             cupti::result_name(started));
+    KR_DEBUG("PC sampling: start on context {}: {}; ms: counters yield {:.1f}, enable {:.1f}, "
+             "start {:.1f}",
+             static_cast<const void*>(ctx), cupti::result_name(started), ms_between(t0, t1),
+             ms_between(t1, t2), ms_between(t2, Clock::now()));
     RETURN_IF_ERROR(service_status(started, "cuptiPCSamplingStart", kService, dev_));
     ++started_[ctx];
     auto armed = std::make_unique<Armed>();
@@ -219,7 +219,6 @@ class CudaPcSampling final : public device::PassService {
   Status end_pass(device::Launch& launch) override {
     std::unique_ptr<Armed> armed = armed_.take(launch);
     if (!armed) return Status::Ok();
-    ASSIGN_OR_RETURN(CudaLaunch * cl, cuda_launch(launch));
     InternalScope internal;
     std::lock_guard lock(ctx_mu_);
     auto it = enabled_.find(armed->ctx);
@@ -232,7 +231,9 @@ class CudaPcSampling final : public device::PassService {
     CUpti_PCSamplingStopParams stop{};
     stop.size = CUpti_PCSamplingStopParamsSize;
     stop.ctx = armed->ctx;
+    const auto t_stop0 = Clock::now();
     Status s = service_status(cuptiPCSamplingStop(&stop), "cuptiPCSamplingStop", kService, dev_);
+    const auto t_stop1 = Clock::now();
     // Every PC. In kernel-serialized mode CUPTI fills the configured buffer after the kernel and
     // GetData hands that out (emptying it) and then what did not fit, at most collectNumPcs per
     // call, saying how many remain: call until both are empty, as NVIDIA's PC-sampling sample
@@ -259,25 +260,29 @@ class CudaPcSampling final : public device::PassService {
           (en.config_buffer->data.totalNumPcs == 0 || got == 0))
         break;
     }
-    // Disable writes what the hardware delivered late into the configured buffer. Then enabled
-    // again at once: the range profiler starts only next to a PC sampling never started since
-    // it was enabled, and kernels must keep running with it enabled (the header comment).
-    std::unique_ptr<Enabled> done = std::move(it->second);
-    enabled_.erase(it);
-    disable(armed->ctx);
-    const size_t late_pcs = done->config_buffer->data.totalNumPcs;
-    add(done->config_buffer->data, counts);
-    Status again = keep_enabled() ? enable_on(armed->ctx, armed->settings, cl) : Status::Ok();
-    if (!again.ok()) {
-      KR_WARN_ONCE("pcsamp-reenable",
-                   "PC sampling could not be enabled again after a pass ({}); kernels first "
-                   "launched after this may get no sample",
-                   again.message());
+    const auto t_read = Clock::now();
+    // Kept enabled (the header comment): it stays so, and the context is marked, as PC sampling
+    // started since its enable stops the range profiler and PM sampling until it is enabled again
+    // (ready_for_profiling). Otherwise Disable writes what the hardware delivered late into the
+    // configured buffer, read last.
+    std::unique_ptr<Enabled> done;
+    size_t late_pcs = 0;
+    if (keep_enabled()) {
+      std::lock_guard lk(mu_);
+      stale_.insert(armed->ctx);
+    } else {
+      done = std::move(it->second);
+      enabled_.erase(it);
+      disable(armed->ctx);
+      late_pcs = done->config_buffer->data.totalNumPcs;
+      add(done->config_buffer->data, counts);
     }
+    const Enabled& names = done ? *done : en;
     KR_DEBUG(
         "PC sampling: {} GetData calls read {} PCs, {} more after Disable; {} (function, PC, "
-        "reason) with samples; stop: {}",
-        calls, read_pcs, late_pcs, counts.size(), s.ok() ? "ok" : s.message());
+        "reason) with samples; stop: {}; ms: stop {:.1f}, read {:.1f}, disable {:.1f}",
+        calls, read_pcs, late_pcs, counts.size(), s.ok() ? "ok" : s.message(),
+        ms_between(t_stop0, t_stop1), ms_between(t_stop1, t_read), ms_between(t_read, Clock::now()));
     if (!s.ok()) return s;
     std::vector<device::ServiceSample> out;
     std::vector<uint64_t> crcs;
@@ -286,7 +291,7 @@ class CudaPcSampling final : public device::PassService {
       device::ServiceSample smp;
       smp.function = function;
       smp.pc_offset = pc;
-      smp.name = reason_name(*done, reason);
+      smp.name = reason_name(names, reason);
       smp.value = static_cast<double>(n);
       out.push_back(std::move(smp));
       crcs.push_back(crc);
@@ -320,6 +325,34 @@ class CudaPcSampling final : public device::PassService {
   }
 
  private:
+  // Disable and enable PC sampling again on @p ctx (ctx_mu_ held), unless a pass is collecting
+  // there (its context stays marked).
+  void refresh(CUcontext ctx) {
+    auto it = enabled_.find(ctx);
+    if (it == enabled_.end()) return;
+    if (started_.count(ctx) != 0) {
+      std::lock_guard lk(mu_);
+      stale_.insert(ctx);
+      return;
+    }
+    const auto t0 = Clock::now();
+    std::unique_ptr<Enabled> old = std::move(it->second);
+    enabled_.erase(it);
+    disable(ctx);
+    const size_t late = old->config_buffer->data.totalNumPcs;  // none seen on the H200
+    Status s = enable_on(ctx, old->settings, nullptr);
+    KR_DEBUG("PC sampling: enabled again on context {} before the counters or PM sampling ({:.1f} "
+             "ms, {} late PCs left unread): {}",
+             static_cast<const void*>(ctx), ms_between(t0, Clock::now()), late,
+             s.ok() ? "ok" : s.message());
+    if (!s.ok()) {
+      KR_WARN_ONCE("pcsamp-refresh",
+                   "PC sampling could not be enabled again before the counters or PM sampling "
+                   "({}); kernels first launched after this may get no sample",
+                   s.message());
+    }
+  }
+
   // PC sampling enabled and configured with @p settings on @p ctx, not started (ctx_mu_ held). A
   // failed enable next to the counters' range profiler gives it up and tries once more.
   Status enable_on(CUcontext ctx, const device::ServiceSettings& settings, CudaLaunch* cl) {
@@ -494,8 +527,8 @@ void pc_sampling_module_loaded(CudaDevice* dev, CUcontext ctx) {
   if (auto* pc = configured_pc_sampling(dev)) pc->module_loaded(ctx);
 }
 
-void pc_sampling_ready_for_counters(CudaDevice* dev, CUcontext ctx) {
-  if (auto* pc = configured_pc_sampling(dev)) pc->ready_for_counters(ctx);
+void pc_sampling_ready_for_profiling(CudaDevice* dev, CUcontext ctx) {
+  if (auto* pc = configured_pc_sampling(dev)) pc->ready_for_profiling(ctx);
 }
 
 std::unique_ptr<device::PassService> make_pc_sampling(CudaDevice* dev) {

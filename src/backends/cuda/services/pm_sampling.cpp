@@ -100,6 +100,8 @@ class CudaPmSampling final : public device::PassService {
     if (cl->capturing) return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "stream is being captured");
     ASSIGN_OR_RETURN(const PmConfig* cfg, config_for(settings.metrics));
     InternalScope internal;
+    // PM sampling is the device's: PC sampling started on any of its contexts stops it.
+    dev_->ready_for_profiling(nullptr);
     RETURN_IF_ERROR(make_room(dev_, *cl, kService));
     auto en = KR_CUPTI_PARAMS(CUpti_PmSampling_Enable_Params);
     en.deviceIndex = dev_->desc().device_index;
