@@ -592,7 +592,7 @@ PY
       timeout 60 "$app" >"$W/ss_${a}_plain.log" 2>&1
       want=$(grep -h "^KREPLAY_RESULT" "$W/ss_${a}_plain.log" | tail -1 | cut -d' ' -f3)
       for mode in ${KREPLAY_SS_MODES:-kernel range}; do
-        # --launch-count 4: a PC or PM sampling pass costs ~0.4 s of CUPTI enable/disable; the
+        # --launch-count 4: a PM sampling pass costs ~0.4 s of CUPTI enable/disable; the
         # launches after the fourth run once, unprofiled, and the digest still covers them.
         timeout -k 5 60 "$K" --replay-mode "$mode" --launch-count 4 --pmc smsp__inst_executed.sum --pc-sampling \
           --source-counters --pm-sampling dram__bytes_read.sum,smsp__inst_executed.sum \

@@ -3,10 +3,13 @@
 // SASS-to-source correlation, and the one rule for telling a CUPTI failure caused by the
 // counters' range profiler (SERVICE_CONFLICT) from the others.
 //
-// Each service enables its CUPTI API in begin_pass and disables it in end_pass, so nothing of it
-// is on during another pass of the same launch: CUPTI says its profiling API sets cannot be mixed,
-// and the counter passes run the range profiler on the same context. end_pass also reads the data
-// (PC sampling and SASS metrics lose what is unread when disabled); flush only hands it over.
+// SASS metrics and PM sampling enable their CUPTI API in begin_pass and disable it in end_pass,
+// so nothing of it is on during another pass of the same launch: CUPTI says its profiling API
+// sets cannot be mixed, and the counter passes run the range profiler on the same context. PC
+// sampling is the exception: it stays enabled on each context from its creation (pc_sampling.cpp
+// says why) and is enabled afresh before the counters or PM sampling begin. end_pass also reads
+// the data (PC sampling and SASS metrics lose what is unread when disabled); flush only hands it
+// over.
 //
 // The range profiler is the exception: it stays enabled on the context between counter passes
 // (re-enabling costs ~170 ms). When SASS metrics' enable fails while it is there, the service
