@@ -5,7 +5,8 @@
 
 On kreplay_gpu_services_kernels (tests/gpu/apps/services_kernels.cu, built with -lineinfo):
   pc_hot_loop        --pc-sampling: hot_ffma's loop line holds >= 90% of its PC samples, and its
-                     sass rows name that line (HOT_LINE, printed by the app);
+                     sass rows name that line (HOT_LINE, printed by the app) and have instruction
+                     text (nvdisasm's), FFMA among them;
   sass_vs_counters   --sass-metrics smsp__sass_inst_executed next to --pmc smsp__inst_executed.sum:
                      per launch, the sum over instructions equals the counter within 1%;
   pm_phases          --pm-sampling DRAM bytes and instructions on `phases`: samples with
@@ -87,10 +88,14 @@ else:
         "select pc_offset, sum(samples) from pc_samples where function like '%hot_ffma%' group by pc_offset")
         if pc in loop_pcs)
     files = {f for (f,) in db.execute("select distinct source_file from sass where function like '%hot_ffma%'")}
+    loop_text = [t for (t,) in db.execute(
+        "select instruction from sass where function like '%hot_ffma%' and source_line = ?", (hot_line,))]
+    ffma = [t for t in loop_text if t.startswith("FFMA")]
     share = in_loop / total if total else 0.0
-    verdict("pc_hot_loop", total > 0 and share >= 0.9 and loop_pcs,
+    verdict("pc_hot_loop", total > 0 and share >= 0.9 and loop_pcs and ffma and all(loop_text),
             f"{total} samples, {100 * share:.1f}% on the loop's line {hot_line} (>= 90%), "
-            f"{len(loop_pcs)} sass rows name it, files {sorted(files)[:2]} {warnings('pc')}")
+            f"{len(loop_pcs)} sass rows name it ({len(ffma)} FFMA, {sum(1 for t in loop_text if t)} with "
+            f"text, e.g. {ffma[:1]}), files {sorted(files)[:2]} {warnings('pc')}")
 
 # (b) SASS instruction counts against the counter of the same launch
 db, out = profile("sass", ["--pmc", "smsp__inst_executed.sum", "--sass-metrics", "smsp__sass_inst_executed",

@@ -13,6 +13,7 @@
 #include "backends/cuda/cuda_counters.hpp"
 #include "backends/cuda/cupti/cupti_common.hpp"
 #include "backends/cuda/cupti/range_profiler.hpp"
+#include "backends/cuda/disassembly.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "common/logging.hpp"
 #include "sdk/runtime.hpp"
@@ -98,6 +99,8 @@ struct Cubin {
   std::vector<std::byte> bytes;
   std::atomic<uint64_t> crc{0};  // computed on first lookup (never in the module callback)
   std::atomic<bool> crc_known{false};
+  std::once_flag disassembled;  // instructions: nvdisasm's listing, read once when first asked
+  Instructions instructions;
 };
 
 struct CubinStore {
@@ -159,22 +162,59 @@ void forget_cubin(uint32_t module_id) {
   store().by_module.erase(module_id);
 }
 
+namespace {
+
+// The kept cubin whose CRC is @p crc (its low 32 bits with @p crc32_only); nullptr if none.
+std::shared_ptr<Cubin> cubin_of(uint64_t crc, bool crc32_only) {
+  std::vector<std::shared_ptr<Cubin>> cubins;
+  {
+    std::lock_guard lock(store().mu);
+    for (const auto& [id, c] : store().by_module) cubins.push_back(c);
+  }
+  for (const auto& c : cubins) {
+    const uint64_t mine = crc_of(*c);
+    if (mine != 0 && (crc32_only ? (mine & 0xffffffffu) == (crc & 0xffffffffu) : mine == crc))
+      return c;
+  }
+  return nullptr;
+}
+
+// The instruction at @p pc_offset of @p function in @p c, disassembled by nvdisasm on first use;
+// "" when there is no nvdisasm (said once) or it failed on the cubin (said once).
+std::string instruction_of(Cubin& c, const std::string& function, uint64_t pc_offset) {
+  static const std::string tool = find_nvdisasm();
+  std::call_once(c.disassembled, [&] {
+    if (tool.empty()) {
+      KR_WARN_ONCE("no-nvdisasm",
+                   "the sass table's instruction text is left empty: nvdisasm was not found (it "
+                   "comes with the CUDA toolkit; put it on PATH or set KREPLAY_NVDISASM)");
+      return;
+    }
+    auto ins = disassemble(c.bytes, tool);
+    if (!ins.ok()) {
+      KR_WARN_ONCE("nvdisasm-failed", "the sass table's instruction text is empty for a module: {}",
+                   ins.status().message());
+      return;
+    }
+    c.instructions = std::move(ins).value();
+  });
+  auto it = c.instructions.find({function, pc_offset});
+  return it == c.instructions.end() ? std::string() : it->second;
+}
+
+}  // namespace
+
 SourceLine source_line(uint64_t crc, bool crc32_only, const std::string& function,
                        uint64_t pc_offset) {
   InternalScope internal;
   auto& s = store();
   auto key = std::make_tuple(crc, function, pc_offset);
-  std::vector<std::shared_ptr<Cubin>> cubins;
   {
     std::lock_guard lock(s.mu);
     if (auto it = s.lines.find(key); it != s.lines.end()) return it->second;
-    for (const auto& [id, c] : s.by_module) cubins.push_back(c);
   }
   SourceLine out;
-  for (const auto& c : cubins) {
-    const uint64_t mine = crc_of(*c);
-    if (mine == 0 || (crc32_only ? (mine & 0xffffffffu) != (crc & 0xffffffffu) : mine != crc))
-      continue;
+  if (std::shared_ptr<Cubin> c = cubin_of(crc, crc32_only)) {
     CUpti_GetSassToSourceCorrelationParams p{};
     p.size = CUpti_GetSassToSourceCorrelationParamsSize;
     p.cubin = c->bytes.data();
@@ -191,7 +231,6 @@ SourceLine source_line(uint64_t crc, bool crc32_only, const std::string& functio
     }
     std::free(p.fileName);
     std::free(p.dirName);
-    break;
   }
   std::lock_guard lock(s.mu);
   s.lines.emplace(std::move(key), out);
@@ -204,6 +243,11 @@ void add_sources(std::vector<device::ServiceSample>& samples, const std::vector<
     SourceLine l = source_line(crcs[i], crc32_only, samples[i].function, samples[i].pc_offset);
     samples[i].source_file = std::move(l.file);
     samples[i].source_line = l.line;
+    if (samples[i].instruction.empty()) {
+      InternalScope internal;
+      if (std::shared_ptr<Cubin> c = cubin_of(crcs[i], crc32_only))
+        samples[i].instruction = instruction_of(*c, samples[i].function, samples[i].pc_offset);
+    }
   }
 }
 

@@ -122,7 +122,8 @@ struct SourceLine {
 SourceLine source_line(uint64_t crc, bool crc32_only, const std::string& function,
                        uint64_t pc_offset);
 /// Fill in source_file/source_line of every sample, whose function's cubin has CRC crcs[i].
-/// Instruction text is left empty: CUPTI gives none (a later step may use nvdisasm on the cubin).
+/// CUPTI gives no instruction text: it comes from nvdisasm's listing of the cubin, made once per
+/// module when first asked (disassembly.hpp; empty, said once, when there is no nvdisasm).
 void add_sources(std::vector<device::ServiceSample>& samples, const std::vector<uint64_t>& crcs,
                  bool crc32_only);
 

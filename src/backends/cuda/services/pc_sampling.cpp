@@ -24,8 +24,8 @@
 // kernel counted before its first PC-sampling pass then gets no sample, and flush says so).
 //
 // One sample per (function, PC, stall reason) with the number of samples. CUPTI gives no
-// instruction text (left empty; a later step may disassemble the cubin with nvdisasm); the source
-// line comes from the module's cubin when kreplay kept it (cupti_service.hpp: source_line).
+// instruction text: it and the source line come from the module's cubin when kreplay kept it
+// (cupti_service.hpp: add_sources; the text is nvdisasm's, disassembly.hpp).
 #include <cupti_pcsampling.h>
 #include <fmt/format.h>
 
