@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <regex>
@@ -140,6 +141,7 @@ struct RankInput {
   std::string schema_version;
   std::set<std::string> counters;  ///< every run's counter_names
   std::optional<int64_t> rank;     ///< run.rank, when the run knew it
+  int64_t launches = 0;            ///< every run's launches
 };
 
 Result<RankInput> read_rank_input(const std::string& path) {
@@ -175,6 +177,8 @@ Result<RankInput> read_rank_input(const std::string& path) {
     auto rank = db.query_text("SELECT COALESCE(MIN(rank), '') FROM run");
     if (rank.ok() && !rank->empty()) in.rank = std::stoll(*rank);
   }
+  auto launches = db.query_text("SELECT COALESCE(SUM(launches), 0) FROM run");
+  if (launches.ok()) in.launches = std::stoll(*launches);
   return in;
 }
 
@@ -323,14 +327,35 @@ Status merge_sqlite(const std::vector<std::string>& inputs, const std::string& o
   });
 }
 
-Status merge_ranks(const std::vector<std::string>& inputs, const std::string& output,
-                   std::vector<int64_t>* ranks) {
-  return merge_guarded(inputs, output, [&]() -> Status {
+/// Next to inputs that know their rank, one that knows none and saw no launch is the launcher's
+/// own process (`kreplay -- torchrun ...` profiles torchrun too): it is left out.
+std::vector<RankInput> drop_launchers(std::vector<RankInput> read,
+                                      std::vector<std::string>* left_out) {
+  const bool ranked =
+      std::any_of(read.begin(), read.end(), [](const RankInput& in) { return in.rank; });
+  if (!ranked) return read;
+  std::vector<RankInput> kept;
+  for (RankInput& in : read) {
+    if (!in.rank && in.launches == 0) {
+      if (left_out != nullptr) left_out->push_back(in.path);
+      continue;
+    }
+    kept.push_back(std::move(in));
+  }
+  return kept;
+}
+
+Status merge_ranks(const std::vector<std::string>& all_inputs, const std::string& output,
+                   std::vector<int64_t>* ranks, std::vector<std::string>* left_out) {
+  return merge_guarded(all_inputs, output, [&]() -> Status {
     std::vector<RankInput> read;
-    for (const auto& input : inputs) {
+    for (const auto& input : all_inputs) {
       ASSIGN_OR_RETURN(RankInput in, read_rank_input(input));
       read.push_back(std::move(in));
     }
+    read = drop_launchers(std::move(read), left_out);
+    std::vector<std::string> inputs;
+    for (const RankInput& in : read) inputs.push_back(in.path);
     RETURN_IF_ERROR(check_rank_inputs(read));
     ASSIGN_OR_RETURN(std::vector<int64_t> assigned, assign_ranks(read));
     ASSIGN_OR_RETURN(Db db, create_database(output, rank_schema_sql(schema_part(false))));

@@ -96,13 +96,16 @@ Status merge_sqlite(const std::vector<std::string>& inputs, const std::string& o
 /// exists), each row with its rank in a `rank` column that every table has and every key starts
 /// with (the schema is schema.sql through rank_schema_sql()); the views join on it, and the rank
 /// views of schema.sql (after "-- @rank-views") compare the ranks. An input's rank is its
-/// run.rank, else the lowest rank no input has, in input order; @p ranks receives them.
+/// run.rank, else the lowest rank no input has, in input order; @p ranks receives them. When some
+/// inputs know their rank, an input that knows none and saw no launch (a launcher's own process,
+/// as under `kreplay -- torchrun`) is left out and named in @p left_out.
 /// @retval INVALID_ARGUMENT no inputs, an input is missing or is @p output, the inputs have
 ///         different schema versions or collected different counters (the first input is the
 ///         reference), two inputs are the same rank
 /// @retval ERROR SQLite failed (the message names the file)
 Status merge_ranks(const std::vector<std::string>& inputs, const std::string& output,
-                   std::vector<int64_t>* ranks = nullptr);
+                   std::vector<int64_t>* ranks = nullptr,
+                   std::vector<std::string>* left_out = nullptr);
 
 /// schema.sql (or a view's SQL) for a database merged by rank: a rank column first in every table
 /// and key, and every join and GROUP BY on app_pass also on rank.

@@ -1,6 +1,7 @@
 #include "report/command.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -252,9 +253,16 @@ int run_command(int argc, char** argv) {
       return 0;
     }
     std::vector<int64_t> ranks;
-    Status s = output::merge_ranks(c->inputs, c->output, &ranks);
+    std::vector<std::string> left_out;
+    Status s = output::merge_ranks(c->inputs, c->output, &ranks, &left_out);
     if (!s.ok()) return fail(s.message());
-    KR_NOTICE("{} ranks in one database: {}", ranks.size(), c->output);
+    if (!left_out.empty()) {
+      KR_NOTICE("left out {} database(s) with no rank and no launch (the launcher's own process, "
+                "e.g. torchrun's): {}",
+                left_out.size(), fmt::join(left_out, ", "));
+    }
+    KR_NOTICE("{} rank{} in one database: {}", ranks.size(), ranks.size() == 1 ? "" : "s",
+              c->output);
     return 0;
   }
   if (command == "convert") {

@@ -171,6 +171,30 @@ class Merge(e2e.KreplayTestCase):
                             env=env_of(RANK=rank))
         return os.path.join(self.tmp, out)
 
+    def test_merge_leaves_out_the_launchers_process(self):
+        # kreplay -- torchrun ...: torchrun itself is profiled too, knows no rank and launches
+        # nothing; its database sits next to the ranks' and is left out, said in one line.
+        job = self.job([0, 1], *PMC)
+        r = self.kreplay_ok(*PMC, "-d", "job", "--", e2e.TEST_APP, "--launches", "0",
+                            env=env_of())
+        launcher = [f for f in e2e.find_files(job, "*_results.db")
+                    if not os.path.basename(f).startswith(("0_", "1_"))]
+        self.assertEqual(len(launcher), 1, str(r))
+        r = self.kreplay_ok("merge", job, "-o", "all.db")
+        self.assertIn("==KREPLAY== 2 ranks in one database: all.db", r.kreplay_lines)
+        self.assertIn("==KREPLAY== left out 1 database(s) with no rank and no launch (the "
+                      "launcher's own process, e.g. torchrun's): " + launcher[0], r.kreplay_lines)
+        merged = os.path.join(self.tmp, "all.db")
+        self.assertEqual(e2e.rows(merged, "SELECT rank FROM run ORDER BY rank"),
+                         [{"rank": 0}, {"rank": 1}])
+        # without ranks a database with no launch is merged as before (the next free rank)
+        alone = os.path.join(self.tmp, "alone")
+        os.makedirs(alone)
+        shutil.copy(launcher[0], alone)
+        self.kreplay_ok("merge", alone, "-o", "alone.db")
+        self.assertEqual(e2e.rows(os.path.join(self.tmp, "alone.db"), "SELECT rank FROM run"),
+                         [{"rank": 0}])
+
     def test_merge_the_ranks_of_a_job(self):
         job = self.job([0, 1, 2], *PMC)
         r = self.kreplay_ok("merge", job, "-o", "all.db")
