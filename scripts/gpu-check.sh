@@ -3,8 +3,8 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite pcbisect pcprobe pcorder pcstart pcfix heapprobe rangespan real apicost warmstart. (nccl needs two
-# GPUs; with one its application says SKIP.) suite and range leave out the framework programs (torch.compile, JAX,
+# services servicesbench servicesuite multigpu pcbisect pcprobe pcorder pcstart pcfix heapprobe rangespan real apicost warmstart. (nccl and multigpu need two
+# GPUs; with one nccl says SKIP and multigpu checks its programs on the one.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
 # e.g. to keep one device command under its limit (all five: ~8 min for frameworks, more for fwsuite).
@@ -160,6 +160,12 @@ for section in "${SECTIONS[@]}"; do
       python3 tests/gpu/apps/nccl_allreduce.py
     grep -h "KREPLAY_RESULT\|KREPLAY_TEST_TOOL \|KREPLAY_TEST_TOOL_DECLINES\|collective\|launches:\|SKIP" \
       "$W/nccl_plain.log" "$W/nccl_kreplay.log" "$W/nccl_cli.log" | tee -a "$O/summary.txt"
+    ;;
+  multigpu)  # issue 15 item 4: two_gpu_peer under 3 passes (windows on both devices overlap), DDP under
+             # torchrun inside and outside kreplay, kreplay merge of the ranks (tests/gpu/multigpu_check.py;
+             # with one GPU the programs run on it and the two-GPU claims say SKIP)
+    step multigpu_check 590 python3 tests/gpu/multigpu_check.py "$D" "$W/multigpu"
+    grep -hE "^(PASS|FAIL|SKIP) " "$W/multigpu_check.log" | tee -a "$O/summary.txt"
     ;;
   overhead)  # launches no tool replays (10,000 launches), alternating plain and injected
     # Launch-bound (tiny kernels) and GPU-bound (50 and 100 us kernels); each process timed from its start
