@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <tuple>
 
@@ -239,15 +240,17 @@ SourceLine source_line(uint64_t crc, bool crc32_only, const std::string& functio
 
 void add_sources(std::vector<device::ServiceSample>& samples, const std::vector<uint64_t>& crcs,
                  bool crc32_only) {
+  InternalScope internal;
+  std::map<uint64_t, std::shared_ptr<Cubin>> cubins;  // looked up once per CRC, not per sample
   for (size_t i = 0; i < samples.size() && i < crcs.size(); ++i) {
     SourceLine l = source_line(crcs[i], crc32_only, samples[i].function, samples[i].pc_offset);
     samples[i].source_file = std::move(l.file);
     samples[i].source_line = l.line;
-    if (samples[i].instruction.empty()) {
-      InternalScope internal;
-      if (std::shared_ptr<Cubin> c = cubin_of(crcs[i], crc32_only))
-        samples[i].instruction = instruction_of(*c, samples[i].function, samples[i].pc_offset);
-    }
+    if (!samples[i].instruction.empty()) continue;
+    auto [it, fresh] = cubins.try_emplace(crcs[i]);
+    if (fresh) it->second = cubin_of(crcs[i], crc32_only);
+    if (it->second)
+      samples[i].instruction = instruction_of(*it->second, samples[i].function, samples[i].pc_offset);
   }
 }
 
