@@ -41,13 +41,10 @@ import subprocess
 import sys
 import time
 
-TEN = ("gpu__time_duration.sum,sm__cycles_elapsed.max,smsp__inst_executed.sum,dram__bytes_read.sum,"
-       "dram__bytes_write.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,"
-       "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_sector_hit_rate.pct,"
-       "lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active,"
-       "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,smsp__sass_inst_executed_op_global_ld.sum,"
-       "smsp__sass_inst_executed_op_global_st.sum,l1tex__throughput.avg.pct_of_peak_sustained_active,"
-       "lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed")
+# kreplay::cupti::kTenPassMetrics (16 metrics, 10 passes on GH100), as the GPU scripts share it.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "gpu",
+                       "ten_pass_metrics.txt")) as _f:
+    TEN = ",".join(line.strip() for line in _f if line.strip())
 
 MODES = ["native", "pass3", "kernel", "range"]
 # A verdict line: what a sample prints when its own check passes. The kreplay runs must print the

@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
+#include <string>
+#include <vector>
 #include <thread>
 
 #include "backends/cuda/cupti/metric_sets.hpp"
@@ -176,6 +179,15 @@ TEST(ProfilerHost, TenPassMetricSet) {
   EXPECT_EQ(metrics.size(), 16u);
   EXPECT_EQ(passes(metrics), kTenPassMetricsPassesGH100);
   EXPECT_EQ(kTenPassMetricsPassesGH100, 10u);
+}
+
+// The GPU scripts read the set from tests/gpu/ten_pass_metrics.txt: it is this one, in order.
+TEST(ProfilerHost, TheScriptsTenPassSetIsThisOne) {
+  std::ifstream in(KREPLAY_TEN_PASS_FILE);
+  ASSERT_TRUE(in) << KREPLAY_TEN_PASS_FILE;
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  EXPECT_EQ(lines, ten_pass_metrics());
 }
 
 // A user the driver does not let profile (NVreg_RestrictProfilingToAdminUsers=1, the driver's
