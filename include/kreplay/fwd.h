@@ -155,6 +155,10 @@ typedef enum kreplay_decline_reason_t {
   KREPLAY_DECLINE_REASON_PEER_MEMORY,         ///< an argument points into memory of another
                                               ///< device (peer memory), which the launch's
                                               ///< device cannot save and restore
+  KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN,   ///< write-bounded snapshot: what the launch (or
+                                              ///< range) writes was not known, or it wrote
+                                              ///< outside what was saved; it ran once (its own
+                                              ///< pass) and taught kreplay its write set
   KREPLAY_DECLINE_REASON_LAST,
 } kreplay_decline_reason_t;
 
@@ -165,6 +169,21 @@ typedef enum kreplay_snapshot_scope_t {
   KREPLAY_SNAPSHOT_SCOPE_ARGS,  ///< regions the launch's argument bytes point into
   KREPLAY_SNAPSHOT_SCOPE_LAST,
 } kreplay_snapshot_scope_t;
+
+/** @brief How a replay window saves memory (ncu saves all; kreplay can save what a launch writes).
+ */
+typedef enum kreplay_snapshot_mode_t {
+  KREPLAY_SNAPSHOT_MODE_NONE = 0,  ///< settings: keep the current; outcomes: nothing was saved
+  /** Settings only: the full snapshot where it fits in device memory, else a write-bounded one
+   *  where the write set is known, else the full one where it fits in host memory (up to a
+   *  bound), else the launch runs once and its write set is learned (WRITE_SET_UNKNOWN). */
+  KREPLAY_SNAPSHOT_MODE_AUTO,
+  KREPLAY_SNAPSHOT_MODE_FULL,       ///< every tracked region of the scope is saved
+  /** Only the chunks the launch is predicted to write are saved; digests of all tracked memory
+   *  before and after its own pass prove that it wrote nothing else (else WRITE_SET_UNKNOWN). */
+  KREPLAY_SNAPSHOT_MODE_WRITE_SET,
+  KREPLAY_SNAPSHOT_MODE_LAST,
+} kreplay_snapshot_mode_t;
 
 /** @brief Kind of agent (device) a dispatch runs on. */
 typedef enum kreplay_agent_type_t {

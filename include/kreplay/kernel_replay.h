@@ -118,6 +118,11 @@ typedef struct kreplay_replay_outcome_record_t {
    *  when the check was off (divergence_checked says which). */
   uint64_t diverged_passes;
   int divergence_checked;  ///< non-zero: every executed pass's memory was compared
+  /** Bytes of the chunks the application's own pass changed, as the digests found them (0 when
+   *  nothing was measured); with bytes_snapshotted it says how close the save came to the writes. */
+  uint64_t bytes_changed;
+  /** FULL or WRITE_SET: how the window saved memory; NONE when nothing was saved. */
+  kreplay_snapshot_mode_t snapshot_mode;
 } kreplay_replay_outcome_record_t;
 
 /**
@@ -197,6 +202,9 @@ typedef struct kreplay_kernel_replay_options_t {
   /** non-zero: after every pass, digest the tracked memory and compare it with the first pass's
    *  (kreplay_replay_outcome_record_t::diverged_passes); KREPLAY_CHECK_DIVERGENCE=1 sets it. */
   int check_divergence;
+  /** AUTO (default), FULL or WRITE_SET; NONE keeps the current (KREPLAY_SNAPSHOT=auto|full|
+   *  write-set sets the default). */
+  kreplay_snapshot_mode_t snapshot_mode;
 } kreplay_kernel_replay_options_t;
 
 /**

@@ -118,6 +118,10 @@ typedef struct kreplay_range_outcome_record_t {
   /** The API function whose call closed the range (e.g. "cuMemFree_v2"), NULL when the close
    * was not a call (launch limit, another stream or thread, exit) or the backend did not say. */
   const char* close_call;
+  /** Bytes of the chunks the range's own pass changed (0 when nothing was measured). */
+  uint64_t bytes_changed;
+  /** FULL or WRITE_SET: how the range's entry state was saved; NONE when nothing was saved. */
+  kreplay_snapshot_mode_t snapshot_mode;
 } kreplay_range_outcome_record_t;
 
 /** @brief Payload of RANGE_REPLAY. One flat struct for every operation. */

@@ -275,6 +275,27 @@ class Device {
     return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot digest its memory");
   }
 
+  /// Write-bounded snapshots (DESIGN.md §3): the device keeps one baseline, a digest per chunk of
+  /// @p regions' live memory (the same digest as snapshot()'s), where it is cheapest to compare
+  /// (on a GPU: on the GPU). Replaces any earlier baseline. Storage addresses are not used.
+  /// NOT_AVAILABLE: the device cannot (the engine then saves full snapshots only).
+  virtual Status digest_baseline(std::span<const CopyRegion> regions, uint64_t chunk_bytes) {
+    (void)regions;
+    (void)chunk_bytes;
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device keeps no digest baseline");
+  }
+  /// Append, in ascending order, every global chunk of @p regions (the layout digest_baseline was
+  /// given) whose live digest differs from the baseline; with @p update the baseline then holds
+  /// the live digests. FAILED_PRECONDITION-like ERROR when no baseline of this layout is kept.
+  virtual Status changed_since_baseline(std::span<const CopyRegion> regions, uint64_t chunk_bytes,
+                                        bool update, std::vector<uint64_t>* changed) {
+    (void)regions;
+    (void)chunk_bytes;
+    (void)update;
+    (void)changed;
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device keeps no digest baseline");
+  }
+
   /// Copy the listed chunks storage → live, in one batch. Returns when the copy is complete.
   virtual Status restore(std::span<const CopyRegion> regions, uint64_t chunk_bytes,
                          std::span<const uint64_t> chunks) = 0;

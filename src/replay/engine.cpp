@@ -63,6 +63,8 @@ const char* reason_text(kreplay_decline_reason_t r) {
     case KREPLAY_DECLINE_REASON_WAITS_FOR_HOST: return "the kernel may wait for the host";
     case KREPLAY_DECLINE_REASON_PEER_MEMORY:
       return "an argument points into another device's memory";
+    case KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN:
+      return "what it writes was not known (learned now)";
     default: return "unknown";
   }
 }

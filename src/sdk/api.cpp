@@ -176,6 +176,7 @@ const char* kreplay_get_decline_reason_name(kreplay_decline_reason_t reason) {
     case KREPLAY_DECLINE_REASON_GRAPH_MEMORY: return "graph_memory";
     case KREPLAY_DECLINE_REASON_WAITS_FOR_HOST: return "waits_for_host";
     case KREPLAY_DECLINE_REASON_PEER_MEMORY: return "peer_memory";
+    case KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN: return "write_set_unknown";
     default: return nullptr;
   }
 }

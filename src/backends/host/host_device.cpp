@@ -285,6 +285,55 @@ Status HostDevice::digest_live(std::span<const device::CopyRegion> regions, uint
   return Status::Ok();
 }
 
+Status HostDevice::digest_baseline(std::span<const device::CopyRegion> regions,
+                                   uint64_t chunk_bytes) {
+  uint64_t chunks = 0;
+  for (const auto& r : regions)
+    chunks = std::max(chunks, r.first_chunk + device::chunk_count(r.size, chunk_bytes));
+  std::vector<uint64_t> digests(chunks, 0);
+  RETURN_IF_ERROR(digest_live(regions, chunk_bytes, digests));
+  std::lock_guard lock(baseline_mu_);
+  baseline_.assign(regions.begin(), regions.end());
+  baseline_chunk_bytes_ = chunk_bytes;
+  baseline_digests_ = std::move(digests);
+  ++baseline_digests_taken_;
+  return Status::Ok();
+}
+
+Status HostDevice::changed_since_baseline(std::span<const device::CopyRegion> regions,
+                                          uint64_t chunk_bytes, bool update,
+                                          std::vector<uint64_t>* changed) {
+  std::lock_guard lock(baseline_mu_);
+  const bool same_layout =
+      chunk_bytes == baseline_chunk_bytes_ && regions.size() == baseline_.size() &&
+      std::equal(regions.begin(), regions.end(), baseline_.begin(), [](const auto& a, const auto& b) {
+        return a.live == b.live && a.size == b.size && a.first_chunk == b.first_chunk;
+      });
+  if (!same_layout) {
+    return Error(KREPLAY_STATUS_ERROR, "no digest baseline of this memory layout is kept");
+  }
+  for (const auto& r : regions) {
+    auto* live = reinterpret_cast<const std::byte*>(r.live);
+    uint64_t n = device::chunk_count(r.size, chunk_bytes);
+    for (uint64_t c = 0; c < n; ++c) {
+      uint64_t off = c * chunk_bytes;
+      const uint64_t d = digest(live + off, std::min(chunk_bytes, r.size - off));
+      uint64_t& base = baseline_digests_[r.first_chunk + c];
+      if (d != base) {
+        changed->push_back(r.first_chunk + c);
+        if (update) base = d;
+      }
+    }
+  }
+  std::sort(changed->begin(), changed->end());
+  return Status::Ok();
+}
+
+uint64_t HostDevice::baseline_digests_taken() {
+  std::lock_guard lock(baseline_mu_);
+  return baseline_digests_taken_;
+}
+
 Status HostDevice::find_changed(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                                 std::span<const uint64_t> digests, std::vector<uint64_t>* changed) {
   for (const auto& r : regions) {

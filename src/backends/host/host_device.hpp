@@ -90,6 +90,12 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   uint64_t untracked_bytes() override { return untracked_.load(); }
   Status digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                      std::span<uint64_t> digests) override;
+  Status digest_baseline(std::span<const device::CopyRegion> regions,
+                         uint64_t chunk_bytes) override;
+  Status changed_since_baseline(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                                bool update, std::vector<uint64_t>* changed) override;
+  /// digest_baseline() calls so far (tests: a window that reuses the last one takes none).
+  uint64_t baseline_digests_taken();
   /// The host device has no caches: it counts the flushes and models what they leave (for tests:
   /// hostrt::testing). Like CUDA's flush, which is a kernel, one made while a range counter
   /// session is open takes a range of its own there, which end_range_pass leaves out where
@@ -174,6 +180,11 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   std::vector<std::shared_ptr<ExecRecord>> range_records_;
   std::vector<size_t> range_flushes_;  ///< range_flush() positions of the open session
   std::vector<std::unique_ptr<HostPassService>> services_;
+  std::mutex baseline_mu_;
+  std::vector<device::CopyRegion> baseline_;  ///< the layout the baseline digests cover
+  uint64_t baseline_chunk_bytes_ = 0;
+  std::vector<uint64_t> baseline_digests_;
+  uint64_t baseline_digests_taken_ = 0;
 };
 
 /// What the host device executes as one submission: a kernel launch or a graph launch.

@@ -114,6 +114,7 @@ static const char* decline_reason_name(kreplay_decline_reason_t r) {
     case KREPLAY_DECLINE_REASON_GRAPH_MEMORY: return "GRAPH_MEMORY";
     case KREPLAY_DECLINE_REASON_WAITS_FOR_HOST: return "WAITS_FOR_HOST";
     case KREPLAY_DECLINE_REASON_PEER_MEMORY: return "PEER_MEMORY";
+    case KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN: return "WRITE_SET_UNKNOWN";
     case KREPLAY_DECLINE_REASON_LAST: break;
   }
   return "UNKNOWN";
@@ -323,6 +324,14 @@ static void on_config_exit(kreplay_callback_tracing_kernel_replay_data_t* p,
                 st->continue_calls, want);
     }
     if (st->flags & KREPLAY_DISPATCH_FLAG_CAPTURED) violation(id, "a captured launch was replayed");
+  } else if (o->outcome == KREPLAY_REPLAY_OUTCOME_DECLINED &&
+             o->reason == KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN && st->passes_entered != 0) {
+    /* A write-bounded snapshot found, after the application's own pass, that the launch wrote
+     * outside what was saved: that pass (0, with its callbacks) was the only one. */
+    if (st->passes_entered != 1 || st->passes_exited != 1 || o->passes_executed != 1) {
+      violation(id, "declined after its own pass: outcome says %" PRIu64 " passes, PASS ENTER %" PRIu64
+                ", EXIT %" PRIu64, o->passes_executed, st->passes_entered, st->passes_exited);
+    }
   } else {
     if (st->passes_entered != 0 || st->passes_exited != 0) {
       violation(id, "outcome %d but %" PRIu64 " PASS callbacks ran", (int)o->outcome,
