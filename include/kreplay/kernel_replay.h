@@ -221,6 +221,27 @@ typedef struct kreplay_kernel_replay_options_t {
 KREPLAY_API kreplay_status_t kreplay_configure_kernel_replay_options(
     const kreplay_kernel_replay_options_t* options);
 
+/** @brief Snapshot storage kreplay holds on one agent (device memory and pinned host memory). */
+typedef struct kreplay_replay_storage_t {
+  uint64_t size;               ///< sizeof as filled
+  uint64_t device_bytes;       ///< device memory held now for snapshots
+  uint64_t host_bytes;         ///< pinned host memory held now for snapshots
+  uint64_t device_bytes_peak;  ///< the most device memory held at once
+  uint64_t host_bytes_peak;    ///< the most pinned host memory held at once
+  /** Times the storage was given back because the application needed the memory (an
+   *  allocation that would otherwise have failed). */
+  uint64_t releases;
+} kreplay_replay_storage_t;
+
+/**
+ * @brief What snapshot storage kreplay holds on @p agent_id, now and at its peak.
+ * @retval KREPLAY_STATUS_SUCCESS filled
+ * @retval KREPLAY_STATUS_ERROR_INVALID_ARGUMENT storage is NULL or its size too small
+ * @retval KREPLAY_STATUS_ERROR_AGENT_NOT_FOUND no such agent
+ */
+KREPLAY_API kreplay_status_t kreplay_query_replay_storage(kreplay_agent_id_t agent_id,
+                                                          kreplay_replay_storage_t* storage);
+
 KREPLAY_EXTERN_C_END
 
 #endif  // KREPLAY_KERNEL_REPLAY_H_

@@ -161,6 +161,18 @@ void Engine::release_storage(uint64_t agent) {
   s->pool.release(*s->device);
 }
 
+bool Engine::replay_storage(uint64_t agent, kreplay_replay_storage_t* out) {
+  DeviceSlot* s = slot(agent);
+  if (s == nullptr) return false;
+  std::lock_guard lock(s->pool_mu);
+  out->device_bytes = s->pool.held_bytes(device::StorageTier::kDevice);
+  out->host_bytes = s->pool.held_bytes(device::StorageTier::kPinnedHost);
+  out->device_bytes_peak = s->pool.peak_bytes(device::StorageTier::kDevice);
+  out->host_bytes_peak = s->pool.peak_bytes(device::StorageTier::kPinnedHost);
+  out->releases = s->pool.releases();
+  return true;
+}
+
 bool is_collective_kernel(const char* name) {
   // NCCL's (and RCCL's) device kernels: ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_...,
   // demangled or inside a mangled name (_Z39ncclDevKernel_...).

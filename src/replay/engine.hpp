@@ -413,6 +413,9 @@ class Engine {
 
   /// Give all snapshot storage back (e.g. when the application runs short of memory).
   void release_storage(uint64_t agent);
+  /// The snapshot storage held on @p agent, now and at its peak (kreplay_query_replay_storage).
+  /// False for an unknown agent.
+  bool replay_storage(uint64_t agent, kreplay_replay_storage_t* out);
 
   const EngineStats& stats() const { return stats_; }
   MemoryInventory& inventory() { return inventory_; }

@@ -35,7 +35,22 @@ Status StoragePool::ensure(device::Device& dev, device::StorageTier tier, device
     if (!fresh.ok()) return fresh.status();
   }
   *block = *fresh;
+  if (tier == device::StorageTier::kDevice)
+    device_peak_ = std::max(device_peak_, block->size);
+  else
+    host_peak_ = std::max(host_peak_, block->size);
   return Status::Ok();
+}
+
+uint64_t StoragePool::peak_bytes(device::StorageTier tier) const {
+  return tier == device::StorageTier::kDevice ? device_peak_ : host_peak_;
+}
+
+bool StoragePool::fits_device(device::Device& dev, const std::vector<Region>& regions) const {
+  uint64_t need = 0;
+  for (const auto& r : regions) need += align_up(r.size);
+  if (need <= device_block_.size) return true;
+  return need <= dev.storage_available(device::StorageTier::kDevice) + device_block_.size;
 }
 
 Result<Placement> StoragePool::place(device::Device& dev, const std::vector<Region>& regions,
@@ -158,6 +173,7 @@ std::string snapshot_too_large_message(device::Device& dev, const std::vector<Re
 }
 
 void StoragePool::release(device::Device& dev) {
+  if (device_block_.size || host_block_.size) ++releases_;
   if (device_block_.size) dev.free_storage(device_block_);
   if (host_block_.size) dev.free_storage(host_block_);
   device_block_ = {};

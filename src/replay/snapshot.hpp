@@ -35,12 +35,21 @@ class StoragePool {
   /// Give every block back to the device.
   void release(device::Device& dev);
   uint64_t held_bytes(device::StorageTier tier) const;
+  /// The most bytes the tier's block held at once.
+  uint64_t peak_bytes(device::StorageTier tier) const;
+  /// Whether @p regions fit the device tier alone (the block held plus what the device can give).
+  bool fits_device(device::Device& dev, const std::vector<Region>& regions) const;
+  /// Times release() gave storage back while some was held.
+  uint64_t releases() const { return releases_; }
 
  private:
   Status ensure(device::Device& dev, device::StorageTier tier, device::Storage* block,
                 uint64_t want, uint64_t minimum);
   device::Storage device_block_{};
   device::Storage host_block_{};
+  uint64_t device_peak_ = 0;
+  uint64_t host_peak_ = 0;
+  uint64_t releases_ = 0;
 };
 
 /// One line for a snapshot of @p regions that did not fit (@p why: the placement's error): what it

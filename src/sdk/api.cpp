@@ -289,6 +289,21 @@ kreplay_status_t kreplay_configure_kernel_replay_options(
   });
 }
 
+kreplay_status_t kreplay_query_replay_storage(kreplay_agent_id_t agent_id,
+                                              kreplay_replay_storage_t* storage) {
+  return firewall([&] {
+    if (storage == nullptr || storage->size < sizeof(kreplay_replay_storage_t))
+      return fail(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                  "storage is NULL or its size is smaller than kreplay_replay_storage_t");
+    kreplay_replay_storage_t out{};
+    out.size = sizeof(out);
+    if (!Runtime::get().engine().replay_storage(agent_id.handle, &out))
+      return fail(KREPLAY_STATUS_ERROR_AGENT_NOT_FOUND, "no such agent");
+    *storage = out;
+    return KREPLAY_STATUS_SUCCESS;
+  });
+}
+
 kreplay_status_t kreplay_configure_range_replay_options(
     const kreplay_range_replay_options_t* options) {
   return firewall([&] {
