@@ -580,6 +580,9 @@ class JobReader {
     } else if (key == "cache_control") {
       ASSIGN_OR_RETURN(std::string text, v.text());
       ASSIGN_OR_RETURN(s.cache_control, parse_cache_control_value(what, text));
+    } else if (key == "snapshot") {
+      ASSIGN_OR_RETURN(std::string text, v.text());
+      ASSIGN_OR_RETURN(s.snapshot, parse_snapshot_mode_value(what, text));
     } else if (key == "check_divergence") {
       ASSIGN_OR_RETURN(s.check_divergence, v.boolean());
     } else if (key == "clock_control") {

@@ -42,7 +42,7 @@ inline constexpr std::array<std::string_view, 3> kTopLevelKeys = {"$schema", "jo
                                                                   "jobs"};
 
 /// Keys accepted in a job, in the order the schema documents them.
-inline constexpr std::array<std::string_view, 37> kJobKeys = {
+inline constexpr std::array<std::string_view, 38> kJobKeys = {
     "pmc",
     "pmc_groups",
     "pmc_group_interval",
@@ -63,6 +63,7 @@ inline constexpr std::array<std::string_view, 37> kJobKeys = {
     "replay_memory",
     "graph_profiling",
     "cache_control",
+    "snapshot",
     "clock_control",
     "check_divergence",
     "kernel_replay_beta_enabled",

@@ -29,6 +29,7 @@ struct Raw {
   std::string metric_set, section_folder;
   std::vector<std::string> sections;
   bool list_sets = false, list_sections = false;
+  std::string snapshot;
   std::string replay_mode, range_markers, replay_memory, graph_profiling, cache_control,
       clock_control;
   bool beta = false;
@@ -202,6 +203,13 @@ void add_options(CLI::App& app, Raw& r) {
                  "them, after the restore, so every pass starts cold; none leaves them as the "
                  "restore left them (as ncu --cache-control)")
       ->type_name("all|none")
+      ->group(replay);
+  app.add_option("--snapshot", r.snapshot,
+                 "How a replay saves memory: auto (default) saves every tracked allocation where "
+                 "that fits in device memory, else only what the launch writes (learned from its "
+                 "earlier launches and proven by digests of all memory); full always saves every "
+                 "allocation; write-set always saves only what the launch writes")
+      ->type_name("auto|full|write-set")
       ->group(replay);
   app.add_flag("--check-divergence", r.check_divergence,
                "After every pass, digest the memory the launch can change and compare the passes; "
@@ -510,6 +518,9 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
   if (given("--cache-control")) {
     ASSIGN_OR_RETURN(s.cache_control,
                      parse_cache_control_value("--cache-control", r.cache_control));
+  }
+  if (given("--snapshot")) {
+    ASSIGN_OR_RETURN(s.snapshot, parse_snapshot_mode_value("--snapshot", r.snapshot));
   }
   if (given("--check-divergence")) s.check_divergence = r.check_divergence;
   if (given("--clock-control")) {

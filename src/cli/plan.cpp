@@ -76,6 +76,7 @@ ToolConfig base_config(const RunSettings& s, const std::vector<std::string>& com
   c.replay_memory = s.replay_memory.value_or(ReplayMemory::kAll);
   c.graph_profiling = s.graph_profiling.value_or(GraphProfiling::kNode);
   c.cache_control = s.cache_control.value_or(CacheControl::kAll);
+  c.snapshot = s.snapshot.value_or(SnapshotMode::kAuto);
   c.check_divergence = s.check_divergence.value_or(false);
   c.filters.include_regex = s.kernel_include_regex.value_or("");
   c.filters.exclude_regex = s.kernel_exclude_regex.value_or("");

@@ -109,6 +109,7 @@ TEST(InputSchema, EveryDocumentedKeyParses) {
                                                      {"replay_memory", R"("args")"},
                                                      {"graph_profiling", R"("graph")"},
                                                      {"cache_control", R"("none")"},
+                                                     {"snapshot", R"("write-set")"},
                                                      {"clock_control", R"("none")"},
                                                      {"check_divergence", "true"},
                                                      {"kernel_replay_beta_enabled", "true"},

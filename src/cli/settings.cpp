@@ -35,6 +35,9 @@ std::string describe_value(GraphProfiling value) {
 std::string describe_value(CacheControl value) {
   return std::string(to_string(value));
 }
+std::string describe_value(SnapshotMode value) {
+  return std::string(to_string(value));
+}
 std::string describe_value(uint64_t value) {
   return std::to_string(value);
 }
@@ -133,6 +136,12 @@ Result<GraphProfiling> parse_graph_profiling_value(std::string_view what, std::s
 Result<CacheControl> parse_cache_control_value(std::string_view what, std::string_view text) {
   auto mode = parse_cache_control(text);
   if (!mode) return unknown_value(what, text, names_of(kCacheControlNames));
+  return *mode;
+}
+
+Result<SnapshotMode> parse_snapshot_mode_value(std::string_view what, std::string_view text) {
+  auto mode = parse_snapshot_mode(text);
+  if (!mode) return unknown_value(what, text, names_of(kSnapshotModeNames));
   return *mode;
 }
 

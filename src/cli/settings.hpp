@@ -28,6 +28,7 @@ struct RunSettings {
   std::optional<ReplayMemory> replay_memory;
   std::optional<GraphProfiling> graph_profiling;
   std::optional<CacheControl> cache_control;
+  std::optional<SnapshotMode> snapshot;
   std::optional<bool> check_divergence;
   std::optional<std::string> kernel_include_regex;
   std::optional<std::string> kernel_exclude_regex;
@@ -57,6 +58,7 @@ struct RunSettings {
   X(replay_memory, "replay_memory", "--replay-memory")                            \
   X(graph_profiling, "graph_profiling", "--graph-profiling")                      \
   X(cache_control, "cache_control", "--cache-control")                            \
+  X(snapshot, "snapshot", "--snapshot")                                          \
   X(check_divergence, "check_divergence", "--check-divergence")                   \
   X(kernel_include_regex, "kernel_include_regex", "--kernel-include-regex")       \
   X(kernel_exclude_regex, "kernel_exclude_regex", "--kernel-exclude-regex")       \
@@ -95,6 +97,7 @@ std::string describe_value(ReplayMode value);
 std::string describe_value(ReplayMemory value);
 std::string describe_value(GraphProfiling value);
 std::string describe_value(CacheControl value);
+std::string describe_value(SnapshotMode value);
 std::string describe_value(uint64_t value);
 std::string describe_value(bool value);
 
@@ -120,6 +123,7 @@ Result<ReplayMode> parse_replay_mode_value(std::string_view what, std::string_vi
 Result<ReplayMemory> parse_replay_memory_value(std::string_view what, std::string_view text);
 Result<GraphProfiling> parse_graph_profiling_value(std::string_view what, std::string_view text);
 Result<CacheControl> parse_cache_control_value(std::string_view what, std::string_view text);
+Result<SnapshotMode> parse_snapshot_mode_value(std::string_view what, std::string_view text);
 /// --clock-control: "none" only; anything else is refused with one line saying why.
 Status check_clock_control(std::string_view what, std::string_view text);
 /// Each item one of kOutputFormatNames; duplicates dropped, order kept; at least one.

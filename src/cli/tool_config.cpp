@@ -30,6 +30,8 @@ constexpr std::array<ReplayMemory, 2> kReplayMemories = {ReplayMemory::kAll, Rep
 constexpr std::array<GraphProfiling, 2> kGraphProfilings = {GraphProfiling::kNode,
                                                             GraphProfiling::kGraph};
 constexpr std::array<CacheControl, 2> kCacheControls = {CacheControl::kAll, CacheControl::kNone};
+constexpr std::array<SnapshotMode, 3> kSnapshotModes = {SnapshotMode::kAuto, SnapshotMode::kFull,
+                                                        SnapshotMode::kWriteSet};
 constexpr std::array<PassKind, 5> kPassKinds = {PassKind::kCounters, PassKind::kTiming,
                                                 PassKind::kPcSampling, PassKind::kSassMetrics,
                                                 PassKind::kPmSampling};
@@ -132,6 +134,10 @@ std::string_view to_string(CacheControl cache_control) {
   return cache_control == CacheControl::kNone ? "none" : "all";
 }
 
+std::string_view to_string(SnapshotMode snapshot) {
+  return kSnapshotModeNames[static_cast<size_t>(snapshot)];
+}
+
 std::string_view to_string(PassKind kind) {
   const auto i = static_cast<size_t>(kind);
   return i < kPassKindNames.size() ? kPassKindNames[i] : "?";
@@ -162,6 +168,9 @@ std::optional<GraphProfiling> parse_graph_profiling(std::string_view text) {
 }
 std::optional<CacheControl> parse_cache_control(std::string_view text) {
   return lookup(text, kCacheControlNames, kCacheControls);
+}
+std::optional<SnapshotMode> parse_snapshot_mode(std::string_view text) {
+  return lookup(text, kSnapshotModeNames, kSnapshotModes);
 }
 std::optional<PassKind> parse_pass_kind(std::string_view text) {
   return lookup(text, kPassKindNames, kPassKinds);
@@ -194,6 +203,7 @@ void to_json(json& j, const ToolConfig& c) {
            {"replay_memory", std::string(to_string(c.replay_memory))},
            {"graph_profiling", std::string(to_string(c.graph_profiling))},
            {"cache_control", std::string(to_string(c.cache_control))},
+           {"snapshot", std::string(to_string(c.snapshot))},
            {"check_divergence", c.check_divergence},
            {"ranks", c.ranks},
            {"log_level", c.log_level},
@@ -258,6 +268,8 @@ void from_json(const json& j, ToolConfig& c) {
   if (j.contains("sections_label")) j.at("sections_label").get_to(out.sections_label);
   if (j.contains("sections_default")) j.at("sections_default").get_to(out.sections_default);
   if (j.contains("ranks")) j.at("ranks").get_to(out.ranks);
+  if (j.contains("snapshot"))
+    out.snapshot = enum_at<SnapshotMode>(j, "snapshot", &parse_snapshot_mode);
   c = std::move(out);
 }
 

@@ -49,6 +49,13 @@ enum class ReplayMemory {
   kArgs,  ///< only regions the launch's argument bytes point into
 };
 
+/// How a replay window saves memory (--snapshot; DESIGN.md §3).
+enum class SnapshotMode {
+  kAuto,      ///< full where it fits in device memory, else what the launch writes (default)
+  kFull,      ///< every tracked region
+  kWriteSet,  ///< only what the launch is predicted to write, proven by digests
+};
+
 /// How a graph launch is profiled (ncu's --graph-profiling).
 enum class GraphProfiling {
   kNode,   ///< every kernel node of a graph launch is a dispatch of its own (default)
@@ -80,6 +87,8 @@ inline constexpr std::array<std::string_view, 4> kReplayModeNames = {"kernel", "
 inline constexpr std::array<std::string_view, 2> kReplayMemoryNames = {"all", "args"};
 inline constexpr std::array<std::string_view, 2> kGraphProfilingNames = {"node", "graph"};
 inline constexpr std::array<std::string_view, 2> kCacheControlNames = {"all", "none"};
+inline constexpr std::array<std::string_view, 3> kSnapshotModeNames = {"auto", "full",
+                                                                       "write-set"};
 /// --clock-control: kreplay never changes clocks on a shared GPU, so only "none" is accepted.
 inline constexpr std::array<std::string_view, 1> kClockControlNames = {"none"};
 inline constexpr std::array<std::string_view, 4> kOutputFormatNames = {"sqlite", "csv", "json",
@@ -94,12 +103,14 @@ std::string_view to_string(ReplayMode mode);
 std::string_view to_string(ReplayMemory memory);
 std::string_view to_string(GraphProfiling graph_profiling);
 std::string_view to_string(CacheControl cache_control);
+std::string_view to_string(SnapshotMode snapshot);
 std::string_view to_string(PassKind kind);
 std::string_view to_string(OutputFormat format);
 std::optional<ReplayMode> parse_replay_mode(std::string_view text);
 std::optional<ReplayMemory> parse_replay_memory(std::string_view text);
 std::optional<GraphProfiling> parse_graph_profiling(std::string_view text);
 std::optional<CacheControl> parse_cache_control(std::string_view text);
+std::optional<SnapshotMode> parse_snapshot_mode(std::string_view text);
 std::optional<PassKind> parse_pass_kind(std::string_view text);
 std::optional<OutputFormat> parse_output_format(std::string_view text);
 
@@ -195,6 +206,7 @@ struct ToolConfig {
   ReplayMemory replay_memory = ReplayMemory::kAll;
   GraphProfiling graph_profiling = GraphProfiling::kNode;
   CacheControl cache_control = CacheControl::kAll;
+  SnapshotMode snapshot = SnapshotMode::kAuto;  ///< --snapshot
   bool check_divergence = false;  ///< --check-divergence
   /// --ranks: profile only the processes of these ranks (output_path.hpp, mpi_rank()); the others
   /// run without profiling. Empty: every process.

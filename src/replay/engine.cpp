@@ -148,8 +148,10 @@ Engine::MemoryGuard Engine::guard_memory(uint64_t agent, const char* call) {
     // Another thread may have opened a range between the barrier and the lock; its snapshot
     // predates this call, so its restore would undo what this call writes: close it as well.
     // (A replayed range takes the window to snapshot, so none opens while the lock is held.)
-    if (!ranges || in_range_machinery() || !s->range_open.load(std::memory_order_acquire))
+    if (!ranges || in_range_machinery() || !s->range_open.load(std::memory_order_acquire)) {
+      memory_changed();  // the call may change memory: a digest baseline kept from before is stale
       return MemoryGuard(std::move(lock));
+    }
   }
 }
 
@@ -159,6 +161,20 @@ void Engine::release_storage(uint64_t agent) {
   std::unique_lock window(s->window_mu);
   std::lock_guard lock(s->pool_mu);
   s->pool.release(*s->device);
+}
+
+bool Engine::release_storage_for_application(uint64_t agent) {
+  DeviceSlot* s = slot(agent);
+  if (s == nullptr || in_window()) return false;
+  std::unique_lock window(s->window_mu);
+  std::lock_guard lock(s->pool_mu);
+  if (s->pool.held_bytes(device::StorageTier::kDevice) == 0 &&
+      s->pool.held_bytes(device::StorageTier::kPinnedHost) == 0)
+    return false;
+  KR_INFO("the application needs device memory kreplay held for snapshots: {} given back",
+          format_bytes(s->pool.held_bytes(device::StorageTier::kDevice)));
+  s->pool.release(*s->device);
+  return true;
 }
 
 bool Engine::replay_storage(uint64_t agent, kreplay_replay_storage_t* out) {
@@ -230,6 +246,7 @@ DispatchState* Engine::enter(device::Launch& launch) {
   if (!hooks_.any_dispatch_service()) {
     if (st->slot && !st->reentrant && hooks_.replay_configured())
       st->shared = std::shared_lock(st->slot->window_mu);
+    memory_changed();
     return st;
   }
 
@@ -306,8 +323,9 @@ void Engine::open_window(DispatchState& st) {
   if (!slot.device->capture_active() && !slot.host_waiter_running()) hooks_.warm_start(st, false);
   tls().windows.push_back(&slot);
   st.window = true;
-  if (kreplay_decline_reason_t why = save_entry_state(st, st.snapshot);
+  if (kreplay_decline_reason_t why = save_entry_state(st, st.snapshot, /*write_bounded=*/true);
       why != KREPLAY_DECLINE_REASON_NONE) {
+    // A learning run (SaveKind::kLearn) keeps the window: exit() measures what it wrote.
     decline(st, why);
     return;
   }
@@ -323,7 +341,8 @@ void Engine::open_window(DispatchState& st) {
   hooks_.before_submit(st);
 }
 
-kreplay_decline_reason_t Engine::save_entry_state(DispatchState& st, Snapshot& snapshot) {
+kreplay_decline_reason_t Engine::save_entry_state(DispatchState& st, Snapshot& snapshot,
+                                                  bool write_bounded) {
   DeviceSlot& slot = *st.slot;
   device::Device& dev = *slot.device;
   const Options opt = options();
@@ -351,14 +370,35 @@ kreplay_decline_reason_t Engine::save_entry_state(DispatchState& st, Snapshot& s
   }
   if (holds_untracked_memory(dev)) return KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY;
   // A graph launch reaches memory through its nodes, not through argument bytes: all of it.
-  const bool args_scope = opt.scope == KREPLAY_SNAPSHOT_SCOPE_ARGS && st.launch->graph() == nullptr;
+  const device::GraphInfo* graph = st.launch->graph();
+  const bool args_scope = opt.scope == KREPLAY_SNAPSHOT_SCOPE_ARGS && graph == nullptr;
   std::vector<Region> regions = args_scope
                                     ? inventory_.regions_for_args(slot.agent, st.launch->info().arg_bytes)
                                     : inventory_.regions(slot.agent);
+  // What the launch is known by to its write sets: its kernel and arguments, or for a graph the
+  // graph and the words of its nodes.
+  WriteSetWindow& ws = st.ws;
+  if (graph != nullptr) {
+    ws.kernel = graph->graph_id | (1ull << 63);
+    ws.args.assign(graph->node_words.begin(), graph->node_words.end());
+  } else {
+    ws.kernel = st.info.kernel_id;
+    ws.args.assign(st.launch->info().arg_bytes.begin(), st.launch->info().arg_bytes.end());
+  }
+  choose_save(slot, regions, /*range=*/false, write_bounded && !args_scope && !st.host_visible, ws);
+  if (ws.kind != SaveKind::kFull) return save_write_set(st, snapshot, t0);
+  slot.baseline_valid = false;  // the window's passes change memory unmeasured
   Result<Placement> placement = [&] {
     std::lock_guard lock(slot.pool_mu);
     return slot.pool.place(dev, regions, opt.chunk_bytes, opt.max_snapshot_bytes);
   }();
+  if (!placement.ok() && write_bounded && !args_scope && !st.host_visible &&
+      opt.snapshot_mode == KREPLAY_SNAPSHOT_MODE_AUTO && opt.max_snapshot_bytes == 0 &&
+      baseline_supported(slot)) {
+    // The full snapshot did not fit after all: learn what the launch writes instead.
+    ws.kind = SaveKind::kLearn;
+    return save_write_set(st, snapshot, t0);
+  }
   if (!placement.ok()) {
     // Once: the same footprint declines every later launch too; the run's tally counts them.
     KR_WARN_ONCE("snapshot-too-large", "dispatch {} ({}) not replayed: {}; later launches that do "
@@ -380,15 +420,60 @@ kreplay_decline_reason_t Engine::save_entry_state(DispatchState& st, Snapshot& s
   uint64_t t1 = now_ns();
   out.bytes_snapshotted = bytes;
   out.snapshot_ns = t1 - t0;
+  out.snapshot_mode = KREPLAY_SNAPSHOT_MODE_FULL;
   st.intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
   return KREPLAY_DECLINE_REASON_NONE;
 }
 
+kreplay_decline_reason_t Engine::save_write_set(DispatchState& st, Snapshot& snapshot,
+                                                uint64_t t0) {
+  DeviceSlot& slot = *st.slot;
+  WriteSetWindow& ws = st.ws;
+  if (Status s = take_baseline(slot, ws); !s.ok()) {
+    KR_WARN("dispatch {} ({}) not replayed: the digests of its device's memory failed: {}",
+            st.info.dispatch_id, st.info.kernel_name, s.message());
+    ws.kind = SaveKind::kNone;
+    return KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
+  }
+  if (ws.kind == SaveKind::kLearn) {
+    KR_WARN_ONCE("write-set-learn",
+                 "dispatch {} ({}) not replayed: a snapshot of all {} of tracked memory does not "
+                 "fit and what the kernel writes is not known yet; it runs once while kreplay "
+                 "learns what it writes, and its later launches save only that (launches like it "
+                 "are counted as declined: write_set_unknown)",
+                 st.info.dispatch_id, st.info.kernel_name, format_bytes(ws.layout.total_bytes()));
+    return KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN;
+  }
+  Result<Placement> placement = save_extents(slot, ws, snapshot);
+  if (!placement.ok()) {
+    KR_WARN_ONCE("write-set-too-large", "dispatch {} ({}) not replayed: {}", st.info.dispatch_id,
+                 st.info.kernel_name, placement.status().message());
+    ws.kind = SaveKind::kNone;
+    return placement.status().code() == KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES
+               ? KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE
+               : KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
+  }
+  auto& out = st.outcome;
+  const uint64_t t1 = now_ns();
+  out.regions = placement->copies.size();
+  out.device_storage_bytes = placement->device_bytes;
+  out.host_storage_bytes = placement->host_bytes;
+  out.bytes_snapshotted = placement->total_bytes;
+  out.snapshot_ns = t1 - t0;
+  out.snapshot_mode = KREPLAY_SNAPSHOT_MODE_WRITE_SET;
+  st.intervals.push_back(
+      {KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, placement->total_bytes});
+  return KREPLAY_DECLINE_REASON_NONE;
+}
+
 void Engine::decline(DispatchState& st, kreplay_decline_reason_t reason) {
-  if (st.exclusive.owns_lock()) {
+  // A learning run keeps the device to itself until exit() measured what it wrote.
+  const bool learning = st.ws.kind == SaveKind::kLearn && st.exclusive.owns_lock();
+  if (st.exclusive.owns_lock() && !learning) {
     tls().drop_window(st.slot);
     st.exclusive.unlock();
   }
+  if (!learning) st.ws.kind = SaveKind::kNone;
   st.window = false;
   st.outcome.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
   st.outcome.reason = reason;
@@ -405,8 +490,10 @@ void Engine::decline(DispatchState& st, kreplay_decline_reason_t reason) {
 }
 
 void Engine::begin_single_run(DispatchState& st) {
-  if (st.slot && !st.reentrant && hooks_.replay_configured() && !st.shared.owns_lock())
+  if (st.slot && !st.reentrant && hooks_.replay_configured() && !st.shared.owns_lock() &&
+      !st.exclusive.owns_lock())
     st.shared = std::shared_lock(st.slot->window_mu);
+  memory_changed();  // it runs unmeasured (a learning run is measured in exit())
   // Behind a launch that may wait for the host: neither counted nor waited for (a run that is not
   // replayed is still counted and waited for when a tool counts it).
   if (st.slot && !st.behind_host_waiter && st.slot->host_waiter_running())
@@ -416,6 +503,7 @@ void Engine::begin_single_run(DispatchState& st) {
   // A launch over mapped host memory is waited for briefly, so that exit() can hold it as a host
   // waiter should it outlive the wait (the launches queued behind it are then not waited for).
   if (st.host_visible) st.wait_needed = true;
+  if (st.ws.kind == SaveKind::kLearn) st.wait_needed = true;  // measured once it completed
 }
 
 void Engine::exit(DispatchState* st, bool submitted) {
@@ -453,6 +541,17 @@ void Engine::exit(DispatchState* st, bool submitted) {
                            /*mark_kernel=*/!st->behind_host_waiter);
         }
         if (!w.ok()) st->timing = {};
+        if (w.ok() && st->ws.kind == SaveKind::kLearn && st->exclusive.owns_lock()) {
+          // A learning run: what it changed is its write set.
+          uint64_t changed = 0;
+          bool covered = false;
+          if (Status m = measure_writes(*st->slot, st->ws, false, &changed, &covered); m.ok()) {
+            keep_baseline(*st->slot, st->ws);
+          } else {
+            KR_WARN("dispatch {} ({}): what it wrote could not be measured: {}",
+                    st->info.dispatch_id, st->info.kernel_name, m.message());
+          }
+        }
       }
       hooks_.after_complete(*st);
     }
@@ -505,10 +604,42 @@ void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
     }
     ++out.passes_executed;
     stats_.passes.fetch_add(1, std::memory_order_relaxed);
+    bool missed = false;
+    if (st.ws.kind == SaveKind::kWriteSet && !st.ws.learned && opt.check_write_sets) {
+      // The application's own pass: did it write only what was saved?
+      bool covered = false;
+      uint64_t changed = 0;
+      if (Status m = measure_writes(*st.slot, st.ws, false, &changed, &covered); !m.ok()) {
+        KR_WARN("dispatch {} ({}): what it wrote could not be measured ({}); it is not replayed",
+                st.info.dispatch_id, st.info.kernel_name, m.message());
+      }
+      out.bytes_changed = changed;
+      missed = !covered;
+    }
     if (opt.check_divergence) check_divergence(st);
     hooks_.after_complete(st);
     hooks_.pass_exit(st);
-    if (!should_continue(st.plan, st.pass, st.replay_continue, st.info, st.user_data)) return;
+    if (missed) {
+      KR_WARN_ONCE("write-set-miss",
+                   "dispatch {} ({}) wrote outside the {} kreplay predicted and saved: it ran once "
+                   "(the application's own run) and is counted as declined (write_set_unknown); "
+                   "its kernel's later launches save what it wrote",
+                   st.info.dispatch_id, st.info.kernel_name,
+                   format_bytes(extent_bytes(st.ws.saved)));
+      out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
+      out.reason = KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN;
+      keep_baseline(*st.slot, st.ws);
+      return;
+    }
+    if (!should_continue(st.plan, st.pass, st.replay_continue, st.info, st.user_data)) {
+      if (st.ws.kind == SaveKind::kWriteSet && opt.check_write_sets) {
+        if (out.passes_executed > 1 &&
+            !verify_last_pass(*st.slot, st.ws, st.info.dispatch_id, st.info.kernel_name))
+          ++out.diverged_passes;
+        keep_baseline(*st.slot, st.ws);
+      }
+      return;
+    }
     uint64_t t0 = now_ns();
     Result<uint64_t> restored = st.snapshot.restore(dev, opt.verify_restore);
     uint64_t t1 = now_ns();
@@ -522,6 +653,7 @@ void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
     out.bytes_restored += *restored;
     out.restore_ns += t1 - t0;
     st.intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, st.pass, t0, t1, *restored});
+    learn_full(*st.slot, st.ws, /*range=*/false, st.snapshot, &out.bytes_changed);
     flush_before_pass(dev);
     ++st.pass;
     hooks_.pass_enter(st, *st.local);

@@ -40,6 +40,7 @@
 #include "replay/local_context.hpp"
 #include "replay/plan.hpp"
 #include "replay/snapshot.hpp"
+#include "replay/write_set.hpp"
 
 namespace kreplay::replay {
 
@@ -62,6 +63,33 @@ struct Options {
   bool flush_caches = true;
   /// --check-divergence: digest the tracked memory after every pass and compare the passes.
   bool check_divergence = false;
+  /// --snapshot: AUTO, FULL or WRITE_SET (DESIGN.md §3; write_bounded.cpp).
+  kreplay_snapshot_mode_t snapshot_mode = KREPLAY_SNAPSHOT_MODE_AUTO;
+  /// AUTO: a full snapshot that would put more than this many bytes in pinned host memory is not
+  /// taken where a write-bounded one can be (the copy over PCIe costs seconds per launch).
+  uint64_t auto_host_bytes = 4ull << 30;
+  /// Tests only (never set by an option or the environment): false trusts a write-set prediction
+  /// without the digests after the application's pass, which shows what the check prevents.
+  bool check_write_sets = true;
+};
+
+/// How a window saves memory (write_bounded.cpp).
+enum class SaveKind {
+  kNone,      ///< nothing saved (not replayed)
+  kFull,      ///< every tracked region of the scope
+  kWriteSet,  ///< the predicted write set, proven by digests of all tracked memory
+  kLearn,     ///< nothing saved: the launch (range) runs once and its write set is learned
+};
+
+/// What a window knows of its write-bounded snapshot (kWriteSet) or its learning run (kLearn),
+/// and, for a full snapshot, the layout its changed chunks are learned in.
+struct WriteSetWindow {
+  SaveKind kind = SaveKind::kNone;
+  ChunkLayout layout;            ///< every tracked region of the device, as the digests see it
+  std::vector<Extent> saved;     ///< kWriteSet: the chunks saved
+  uint64_t kernel = 0;           ///< the key: the (first) launch's kernel ...
+  std::vector<std::byte> args;   ///< ... and its argument bytes
+  bool learned = false;          ///< the application's pass was measured and learned
 };
 
 /// What one pass executes, as the pass loop drives it.
@@ -172,6 +200,9 @@ struct DispatchState {
   struct DeviceSlot* slot = nullptr;
   std::unique_ptr<LocalContextScope> local;
   Snapshot snapshot;
+  /// How the window saved memory (write_bounded.cpp). kLearn with `exclusive` held: a declined
+  /// single run that exit() measures and learns from before it lets the device go.
+  WriteSetWindow ws;
 };
 
 /// The SDK side of the engine: delivers callbacks and runs per-pass services.
@@ -293,6 +324,9 @@ struct RangeState {
   uint64_t stream = 0;
   std::vector<uint64_t> chain_events;     ///< events recorded on `stream` after its last launch
   std::vector<uint64_t> ordered_streams;  ///< streams that waited for one of chain_events
+  /// How the range's entry state was saved (write_bounded.cpp); kLearn: a range of one pass, its
+  /// own, declined WRITE_SET_UNKNOWN at its close once its write set is learned.
+  WriteSetWindow ws;
 };
 
 struct DeviceSlot {
@@ -311,6 +345,16 @@ struct DeviceSlot {
   std::vector<std::unique_ptr<device::Launch>> host_waiters;
   /// Whether a launch released with WAITS_FOR_HOST is still running (forgets finished ones).
   bool host_waiter_running();
+  // Write-bounded snapshots (write_bounded.cpp), used with the window held exclusively.
+  WriteSets launch_writes;  ///< per kernel (kernel replay)
+  WriteSets range_writes;   ///< per first launch of a range (range replay)
+  /// The device's digest baseline holds the tracked memory as it is now, in this layout, when
+  /// nothing changed memory since (Engine::memory_epoch_ still baseline_epoch).
+  bool baseline_valid = false;
+  uint64_t baseline_epoch = 0;
+  std::vector<device::CopyRegion> baseline_layout;
+  uint64_t baseline_chunk_bytes = 0;
+  int baseline_support = -1;  ///< -1 not asked yet, 0 the device keeps none, 1 it does
 };
 
 /// Counts since the process started (for progress lines and benchmarks).
@@ -320,6 +364,8 @@ struct EngineStats {
   std::atomic<uint64_t> declined{0};
   std::atomic<uint64_t> passes{0};
   std::atomic<uint64_t> cache_flushes{0};  ///< Device::flush_caches calls that succeeded
+  std::atomic<uint64_t> baselines{0};      ///< digests of all tracked memory taken before a pass
+  std::atomic<uint64_t> baselines_reused{0};  ///< ... reused from the window before instead
 };
 
 namespace detail {
@@ -370,6 +416,9 @@ class Engine {
   /// so a test can open a range on another thread exactly there. Not for production use; set it
   /// while no memory operation is in flight.
   void set_guard_probe_for_test(std::function<void()> probe) { guard_probe_ = std::move(probe); }
+  /// Test seam: forget every write set learned on @p agent and the digest baseline, as in a new
+  /// process. Call while no launch is in flight.
+  void forget_write_sets_for_test(uint64_t agent);
 
   /// Is a replay window open on this thread (for any device)?
   static bool in_window();
@@ -413,6 +462,11 @@ class Engine {
 
   /// Give all snapshot storage back (e.g. when the application runs short of memory).
   void release_storage(uint64_t agent);
+  /// An allocation of the application's on @p agent found too little memory: give kreplay's
+  /// snapshot storage back (waiting for a window another thread holds) so the allocation can be
+  /// retried. False when nothing was held, or when this thread holds a window (its own storage is
+  /// in use). Later windows allocate storage again as they need it.
+  bool release_storage_for_application(uint64_t agent);
   /// The snapshot storage held on @p agent, now and at its peak (kreplay_query_replay_storage).
   /// False for an unknown agent.
   bool replay_storage(uint64_t agent, kreplay_replay_storage_t* out);
@@ -461,7 +515,39 @@ class Engine {
   void run_graph_nodes(DispatchState& st, bool submitted);
   /// Drain, check for untracked memory and snapshot what @p st may touch into @p snapshot; the
   /// window lock is held. Returns NONE or the reason to decline (after one warning).
-  kreplay_decline_reason_t save_entry_state(DispatchState& st, Snapshot& snapshot);
+  kreplay_decline_reason_t save_entry_state(DispatchState& st, Snapshot& snapshot,
+                                            bool write_bounded = false);
+  // write-bounded snapshots (write_bounded.cpp); the window is held
+  /// Something other than a write-bounded window may have changed device memory: a baseline
+  /// kept from before no longer holds it.
+  void memory_changed() { memory_epoch_.fetch_add(1, std::memory_order_acq_rel); }
+  /// Whether @p slot's device keeps a digest baseline (asked once).
+  bool baseline_supported(DeviceSlot& slot);
+  /// How a window over @p regions saves memory under the options, for @p ws.kernel / ws.args
+  /// (@p range: a range's first launch): fills ws.kind, ws.layout and, for kWriteSet, ws.saved.
+  void choose_save(DeviceSlot& slot, const std::vector<Region>& regions, bool range,
+                   bool allow_write_set, WriteSetWindow& ws);
+  /// The device's digest baseline of ws.layout, reusing the slot's when memory has not changed
+  /// since it was taken.
+  Status take_baseline(DeviceSlot& slot, const WriteSetWindow& ws);
+  /// After the application's pass of a kWriteSet or kLearn window: what changed since the
+  /// baseline (which then holds memory as it is now); learns it. @p covered: whether it lies
+  /// inside ws.saved. Errors leave @p covered false.
+  Status measure_writes(DeviceSlot& slot, WriteSetWindow& ws, bool range, uint64_t* changed_bytes,
+                        bool* covered);
+  /// After the last pass of a replayed kWriteSet window: whether the passes after the first
+  /// wrote only inside ws.saved (said loudly when not); the baseline then holds memory as it is.
+  bool verify_last_pass(DeviceSlot& slot, WriteSetWindow& ws, uint64_t id, const char* name);
+  /// A full window's first restore found these chunks changed: learn them (kFull windows).
+  void learn_full(DeviceSlot& slot, WriteSetWindow& ws, bool range, Snapshot& snapshot,
+                  uint64_t* changed_bytes);
+  /// The baseline of @p slot holds memory as it is now (after a measured window).
+  void keep_baseline(DeviceSlot& slot, const WriteSetWindow& ws);
+  /// kWriteSet: copy ws.saved into @p snapshot (the storage pool places it); the placement used.
+  Result<Placement> save_extents(DeviceSlot& slot, const WriteSetWindow& ws, Snapshot& snapshot);
+  /// A kernel window's kWriteSet save (baseline, saved chunks; fills the outcome) or kLearn
+  /// baseline; NONE, WRITE_SET_UNKNOWN (kLearn: a declined run to measure) or a decline reason.
+  kreplay_decline_reason_t save_write_set(DispatchState& st, Snapshot& snapshot, uint64_t t0);
   // ranges (range.cpp); the callers hold slot.range_mu
   void range_enter(DispatchState& st);
   void range_exit(DispatchState& st, bool submitted);
@@ -469,7 +555,13 @@ class Engine {
                   kreplay_decline_reason_t declined = KREPLAY_DECLINE_REASON_NONE);
   /// A replayed range's entry state (drain, snapshot of every tracked region), with the window
   /// held; NONE when saved, else why the range is declined.
-  kreplay_decline_reason_t save_range_entry(DeviceSlot& slot, RangeState& r);
+  /// @p write_bounded: the range may save only its predicted write set (not a probe range).
+  kreplay_decline_reason_t save_range_entry(DeviceSlot& slot, RangeState& r, bool write_bounded);
+  /// save_range_entry's full snapshot of @p regions into @p placement.
+  kreplay_decline_reason_t save_range_full(DeviceSlot& slot, RangeState& r,
+                                           const std::vector<Region>& regions,
+                                           Placement placement, uint64_t t0,
+                                           std::unique_lock<std::shared_mutex>& window);
   void add_to_range(DeviceSlot& slot, DispatchState& st);
   void close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, const char* call = nullptr);
   /// Whether the open range @p r of @p slot stays open across a plain synchronization.
@@ -490,6 +582,7 @@ class Engine {
   mutable std::mutex range_options_mu_;
   RangeOptions range_options_;
   std::atomic<bool> profiler_active_{false};
+  std::atomic<uint64_t> memory_epoch_{0};
   std::atomic<int64_t> nvtx_depth_{0};
   EngineStats stats_;
   std::function<void()> guard_probe_;  // set_guard_probe_for_test

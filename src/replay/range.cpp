@@ -372,7 +372,17 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
     r->plan.replay = false;
     r->counter_session_tried = true;
   } else if (r->plan.replay) {
-    if (kreplay_decline_reason_t why = save_range_entry(slot, *r);
+    // What the range's write sets know it by: its first launch (a graph: the graph and its
+    // nodes' words).
+    if (const device::GraphInfo* g = first.launch->graph()) {
+      r->ws.kernel = g->graph_id | (1ull << 63);
+      r->ws.args.assign(g->node_words.begin(), g->node_words.end());
+    } else {
+      r->ws.kernel = first.info.kernel_id;
+      r->ws.args.assign(first.launch->info().arg_bytes.begin(),
+                        first.launch->info().arg_bytes.end());
+    }
+    if (kreplay_decline_reason_t why = save_range_entry(slot, *r, !first.host_visible);
         why != KREPLAY_DECLINE_REASON_NONE) {
       // Not replayed: a declined range of its own, like a graph that cannot run again, so the
       // tool learns of its launch and why (run outside any range, it was counted as not
@@ -389,8 +399,8 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
   // A replayed range's launches each start cold too (flush_before_launch); a graph is one
   // workload, a range that is not replayed is not cache-controlled (as in kernel replay), nor is
   // a host-visible launch's probe range (the caller makes it one: a range of one launch).
-  r->flush_launches =
-      r->plan.replay && !r->whole_graph && !first.host_visible && options().flush_caches;
+  r->flush_launches = r->plan.replay && !r->whole_graph && !first.host_visible &&
+                      r->ws.kind != SaveKind::kLearn && options().flush_caches;
   // With flushes per launch the first launch's flush comes in add_to_range, once its counter
   // session began (see the top of this file).
   if (!r->flush_launches) flush_before_pass(*slot.device);
@@ -408,7 +418,8 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
 
 // A replayed range's entry state: drain the device, then snapshot every tracked region, with the
 // window held. NONE when saved (the range's outcome carries its size and time), else why not.
-kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& r) {
+kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& r,
+                                                  bool write_bounded) {
   const Options opt = options();
   device::Device& dev = *slot.device;
   std::unique_lock window(slot.window_mu);
@@ -423,27 +434,85 @@ kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& 
     return KREPLAY_DECLINE_REASON_DRAIN_TIMEOUT;
   }
   if (holds_untracked_memory(dev)) return KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY;
-  // A range's launches are not known in advance: it saves the whole inventory.
+  // A range's launches are not known in advance: it saves the whole inventory, or what ranges
+  // that opened with the same launch wrote (write_bounded.cpp).
   std::vector<Region> regions = inventory_.regions(slot.agent);
-  Result<Placement> placement = [&] {
-    std::lock_guard lock(slot.pool_mu);
-    return slot.pool.place(dev, regions, opt.chunk_bytes, opt.max_snapshot_bytes);
-  }();
-  if (!placement.ok()) {
-    KR_WARN_ONCE("range-snapshot-too-large", "range {} not replayed: {}; later ranges that do not "
-                                             "fit are not replayed either (counted as declined)",
-                 r.info.range_id,
-                 snapshot_too_large_message(dev, regions, placement.status().message()));
-    return KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE;
+  // A whole graph's write sets are the graph's own, shared with kernel replay's.
+  const bool range_key = !r.whole_graph;
+  choose_save(slot, regions, range_key, write_bounded, r.ws);
+  if (r.ws.kind == SaveKind::kFull) {
+    slot.baseline_valid = false;  // the range's passes change memory unmeasured
+    Result<Placement> placement = [&] {
+      std::lock_guard lock(slot.pool_mu);
+      return slot.pool.place(dev, regions, opt.chunk_bytes, opt.max_snapshot_bytes);
+    }();
+    if (placement.ok()) return save_range_full(slot, r, regions, std::move(placement).value(), t0,
+                                               window);
+    if (!(write_bounded && opt.snapshot_mode == KREPLAY_SNAPSHOT_MODE_AUTO &&
+          opt.max_snapshot_bytes == 0 && baseline_supported(slot))) {
+      KR_WARN_ONCE("range-snapshot-too-large",
+                   "range {} not replayed: {}; later ranges that do not fit are not replayed "
+                   "either (counted as declined)",
+                   r.info.range_id,
+                   snapshot_too_large_message(dev, regions, placement.status().message()));
+      return KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE;
+    }
+    r.ws.kind = SaveKind::kLearn;  // the full snapshot did not fit after all: learn instead
   }
-  uint64_t bytes = placement->total_bytes;
+  if (Status s = take_baseline(slot, r.ws); !s.ok()) {
+    KR_WARN("range {} not replayed: the digests of its device's memory failed: {}",
+            r.info.range_id, s.message());
+    r.ws.kind = SaveKind::kNone;
+    return KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
+  }
+  uint64_t bytes = 0;
+  if (r.ws.kind == SaveKind::kLearn) {
+    KR_WARN_ONCE("range-write-set-learn",
+                 "range {} not replayed: a snapshot of all {} of tracked memory does not fit and "
+                 "what its launches write is not known yet; they run once while kreplay learns "
+                 "what they write, and later ranges that open with the same launch save only "
+                 "that (ranges like it are counted as declined: write_set_unknown)",
+                 r.info.range_id, format_bytes(r.ws.layout.total_bytes()));
+  } else {
+    Result<Placement> placed = save_extents(slot, r.ws, r.snapshot);
+    if (!placed.ok()) {
+      KR_WARN_ONCE("range-write-set-too-large", "range {} not replayed: {}", r.info.range_id,
+                   placed.status().message());
+      r.ws.kind = SaveKind::kNone;
+      return placed.status().code() == KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES
+                 ? KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE
+                 : KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
+    }
+    bytes = placed->total_bytes;
+    r.outcome.snapshot_mode = KREPLAY_SNAPSHOT_MODE_WRITE_SET;
+  }
   for (const Region& g : regions) {
     if (g.kind == KREPLAY_MEMORY_KIND_HOST_MAPPED) r.host_mapped.emplace_back(g.base, g.size);
   }
-  if (Status s = r.snapshot.take(dev, std::move(placement).value(), opt.chunk_bytes); !s.ok()) {
+  uint64_t t1 = now_ns();
+  slot.range_open.store(true, std::memory_order_release);
+  window.unlock();
+  r.outcome.bytes_snapshotted = bytes;
+  r.outcome.snapshot_ns = t1 - t0;
+  r.intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
+  return KREPLAY_DECLINE_REASON_NONE;
+}
+
+kreplay_decline_reason_t Engine::save_range_full(DeviceSlot& slot, RangeState& r,
+                                                 const std::vector<Region>& regions,
+                                                 Placement placement, uint64_t t0,
+                                                 std::unique_lock<std::shared_mutex>& window) {
+  const Options opt = options();
+  device::Device& dev = *slot.device;
+  uint64_t bytes = placement.total_bytes;
+  for (const Region& g : regions) {
+    if (g.kind == KREPLAY_MEMORY_KIND_HOST_MAPPED) r.host_mapped.emplace_back(g.base, g.size);
+  }
+  if (Status s = r.snapshot.take(dev, std::move(placement), opt.chunk_bytes); !s.ok()) {
     KR_WARN("range {} not replayed: snapshot failed: {}", r.info.range_id, s.message());
     return KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
   }
+  r.outcome.snapshot_mode = KREPLAY_SNAPSHOT_MODE_FULL;
   uint64_t t1 = now_ns();
   // Published before the window opens again: a copy that takes the window from now on must see
   // the range and close it first (its barrier waits on range_mu, held until this launch's exit),
@@ -479,6 +548,7 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
   if (inventory_.args_point_into(slot.agent, st.launch->info().arg_bytes,
                                  KREPLAY_MEMORY_KIND_MANAGED))
     r.host_observable = true;
+  memory_changed();  // measured, if at all, when the range closes
   rl->selected = hooks_.range_launch(r, ls);
   r.info.launch_count = r.launches.size() + 1;
   // Services of this launch on pass 0, with the loop's local overrides.
@@ -488,6 +558,15 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
   }
   device::CounterBackend* counters = slot.device->counters();
   if (device::CounterSet* set = hooks_.armed_set(ls); set != nullptr && counters != nullptr) {
+    if (!r.counter_session_tried && r.ws.kind == SaveKind::kLearn && set->pass_count() > 1) {
+      // A learning range runs once: one pass of a set that needs more counts nothing complete.
+      r.counter_session_tried = true;
+      if (log::first_time("learn-no-counters")) {
+        KR_INFO("ranges that run once while kreplay learns what they write are not counted: "
+                "their counter set needs {} passes",
+                set->pass_count());
+      }
+    }
     if (!r.counter_session_tried) {
       // The session starts at the range's first counted launch: launches before it are not
       // selected and run uncounted.
@@ -702,6 +781,33 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
     out.reason =
         faulted ? KREPLAY_DECLINE_REASON_LAUNCH_FAILED : KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
   }
+  if (ok && (r.ws.kind == SaveKind::kWriteSet || r.ws.kind == SaveKind::kLearn) &&
+      r.declined == KREPLAY_DECLINE_REASON_NONE &&
+      (opt.check_write_sets || r.ws.kind == SaveKind::kLearn)) {
+    // The application's own pass: what it changed is the range's write set, learned; a
+    // write-bounded range replays only when all of it was saved.
+    bool covered = false;
+    if (Status m = measure_writes(slot, r.ws, !r.whole_graph, &out.bytes_changed, &covered);
+        !m.ok()) {
+      KR_WARN("range {}: what its launches wrote could not be measured ({}); it is not replayed",
+              r.info.range_id, m.message());
+      r.declined = KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
+    } else {
+      keep_baseline(slot, r.ws);
+      if (!covered) {
+        if (r.ws.kind == SaveKind::kWriteSet) {
+          KR_WARN_ONCE("range-write-set-miss",
+                       "range {} wrote outside the {} kreplay predicted and saved: its launches "
+                       "ran once (the application's own run) and are counted as declined "
+                       "(write_set_unknown); later ranges like it save what it wrote",
+                       r.info.range_id, format_bytes(extent_bytes(r.ws.saved)));
+        }
+        r.declined = KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN;
+      }
+    }
+  } else if (r.ws.kind == SaveKind::kWriteSet || r.ws.kind == SaveKind::kLearn) {
+    slot.baseline_valid = false;
+  }
   if (r.declined != KREPLAY_DECLINE_REASON_NONE) {
     ok = false;
     out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
@@ -731,6 +837,7 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
     out.bytes_restored += *restored;
     out.restore_ns += t1 - t0;
     r.intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, r.pass, t0, t1, *restored});
+    learn_full(slot, r.ws, !r.whole_graph, r.snapshot, &out.bytes_changed);
     // With flushes per launch, the first launch's comes below, after the counter session began.
     if (!r.flush_launches) flush_before_pass(dev);
     ++r.pass;
@@ -794,6 +901,13 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
           faulted ? KREPLAY_DECLINE_REASON_LAUNCH_FAILED : KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
       break;
     }
+  }
+  if (r.ws.kind == SaveKind::kWriteSet && out.outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED &&
+      r.declined == KREPLAY_DECLINE_REASON_NONE && opt.check_write_sets) {
+    if (out.passes_executed > 1 &&
+        !verify_last_pass(slot, r.ws, r.info.first_dispatch_id, "a range"))
+      out.reason = KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN;
+    keep_baseline(slot, r.ws);
   }
   // The application's pass left mapped host memory as it should be; the restores put the range's
   // entry state back: return what the host (or that pass) wrote.

@@ -59,6 +59,25 @@ replay::Options options_from_env() {
     }
   }
   o.check_divergence = env::get_bool("KREPLAY_CHECK_DIVERGENCE", o.check_divergence);
+  if (auto m = env::get("KREPLAY_SNAPSHOT")) {
+    if (*m == "auto" || m->empty()) {
+      o.snapshot_mode = KREPLAY_SNAPSHOT_MODE_AUTO;
+    } else if (*m == "full") {
+      o.snapshot_mode = KREPLAY_SNAPSHOT_MODE_FULL;
+    } else if (*m == "write-set") {
+      o.snapshot_mode = KREPLAY_SNAPSHOT_MODE_WRITE_SET;
+    } else {
+      KR_WARN("KREPLAY_SNAPSHOT='{}' is not auto, full or write-set (using auto)", *m);
+    }
+  }
+  if (auto spill = env::get("KREPLAY_AUTO_HOST_SNAPSHOT_BYTES")) {
+    uint64_t v = 0;
+    if (env::parse_bytes(*spill, &v)) {
+      o.auto_host_bytes = v;
+    } else {
+      KR_WARN("KREPLAY_AUTO_HOST_SNAPSHOT_BYTES='{}' is not a size (e.g. 512M, 4G); ignored", *spill);
+    }
+  }
   if (auto c = env::get("KREPLAY_CACHE_CONTROL")) {
     if (*c == "all" || *c == "none") {
       o.flush_caches = *c == "all";
@@ -205,6 +224,12 @@ Status Runtime::set_replay_options(const kreplay_kernel_replay_options_t& o) {
   }
   if (o.size >= KREPLAY_STRUCT_SIZE(kreplay_kernel_replay_options_t, check_divergence)) {
     opt.check_divergence = o.check_divergence != 0;
+  }
+  if (o.size >= KREPLAY_STRUCT_SIZE(kreplay_kernel_replay_options_t, snapshot_mode)) {
+    if (o.snapshot_mode >= KREPLAY_SNAPSHOT_MODE_LAST) {
+      return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown snapshot mode");
+    }
+    if (o.snapshot_mode != KREPLAY_SNAPSHOT_MODE_NONE) opt.snapshot_mode = o.snapshot_mode;
   }
   opt.max_snapshot_bytes = o.max_snapshot_bytes;
   if (o.drain_timeout_ms != 0) opt.drain_timeout_ms = o.drain_timeout_ms;

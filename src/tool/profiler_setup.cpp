@@ -74,6 +74,7 @@ int Profiler::initialize() {
   run.options["replay_memory"] = std::string(cli::to_string(config.replay_memory));
   run.options["graph_profiling"] = std::string(cli::to_string(config.graph_profiling));
   run.options["cache_control"] = std::string(cli::to_string(config.cache_control));
+  run.options["snapshot"] = std::string(cli::to_string(config.snapshot));
   run.options["clock_control"] = "none";  // kreplay never changes clocks
   run.options["check_divergence"] = config.check_divergence ? "true" : "false";
   run.options["origin"] = config.origin;
@@ -256,6 +257,9 @@ int Profiler::initialize() {
                            ? KREPLAY_CACHE_CONTROL_FLUSH_NONE
                            : KREPLAY_CACHE_CONTROL_FLUSH_ALL;
   opts.check_divergence = config.check_divergence ? 1 : 0;
+  opts.snapshot_mode = config.snapshot == cli::SnapshotMode::kFull       ? KREPLAY_SNAPSHOT_MODE_FULL
+                       : config.snapshot == cli::SnapshotMode::kWriteSet ? KREPLAY_SNAPSHOT_MODE_WRITE_SET
+                                                                         : KREPLAY_SNAPSHOT_MODE_AUTO;
   kreplay_configure_kernel_replay_options(&opts);
   kreplay_start_context(replay_ctx);
 

@@ -529,8 +529,12 @@ TEST_F(Contract, ConfigurationIsLockedAfterInitialize) {
 
 // ---- Declines: every reason ----
 
+// --snapshot full (under auto a launch whose write set is known saves only that).
 TEST_F(Contract, SnapshotFallsBackToPinnedHostStorage) {
   tool().scenario.pass_count = [](const auto&) { return uint64_t{2}; };
+  auto full = opts_;
+  full.snapshot_mode = KREPLAY_SNAPSHOT_MODE_FULL;
+  sdk::Runtime::get().engine().set_options(full);
   sdk::Runtime::get().engine().release_storage(hostrt::testing::agent_of());
   // 40 MiB in use of 64 MiB: the 40 MiB region does not fit the device tier, so its copy goes to
   // pinned host storage (48 MiB).
@@ -545,8 +549,13 @@ TEST_F(Contract, SnapshotFallsBackToPinnedHostStorage) {
   sdk::Runtime::get().engine().release_storage(hostrt::testing::agent_of());
 }
 
+// --snapshot full: a footprint no storage holds is declined (under auto, the default, such a
+// launch runs once to learn what it writes instead: write_set_contract_test.cpp).
 TEST_F(Contract, DeclineSnapshotTooLarge) {
   tool().scenario.pass_count = [](const auto&) { return uint64_t{2}; };
+  auto full = opts_;
+  full.snapshot_mode = KREPLAY_SNAPSHOT_MODE_FULL;
+  sdk::Runtime::get().engine().set_options(full);
   sdk::Runtime::get().engine().release_storage(hostrt::testing::agent_of());
   // 54 MiB in use: 10 MiB of device storage left and 48 MiB of pinned host storage cannot hold
   // both regions.
@@ -565,7 +574,7 @@ TEST_F(Contract, DeclineSnapshotTooLarge) {
   sdk::Runtime::get().engine().release_storage(hostrt::testing::agent_of());
   ASSERT_TRUE(hostrt::free(b).ok());
   buffers_.pop_back();
-  auto opt = opts_;
+  auto opt = full;
   opt.max_snapshot_bytes = 1 << 20;
   sdk::Runtime::get().engine().set_options(opt);
   ASSERT_TRUE(launch_update(a, 1024).ok());

@@ -228,6 +228,19 @@ Status CudaDevice::digest_live(std::span<const device::CopyRegion> regions, uint
   return o->digest_live(regions, chunk_bytes, digests);
 }
 
+Status CudaDevice::digest_baseline(std::span<const device::CopyRegion> regions,
+                                   uint64_t chunk_bytes) {
+  ASSIGN_OR_RETURN(MemoryOps * o, ops());
+  return o->digest_baseline(regions, chunk_bytes);
+}
+
+Status CudaDevice::changed_since_baseline(std::span<const device::CopyRegion> regions,
+                                          uint64_t chunk_bytes, bool update,
+                                          std::vector<uint64_t>* changed) {
+  ASSIGN_OR_RETURN(MemoryOps * o, ops());
+  return o->changed_since_baseline(regions, chunk_bytes, update, changed);
+}
+
 Status CudaDevice::restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                            std::span<const uint64_t> chunks) {
   ASSIGN_OR_RETURN(MemoryOps * o, ops());

@@ -53,6 +53,11 @@ class CudaDevice final : public device::Device {
   Status restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                  std::span<const uint64_t> chunks) override;
   /// --check-divergence: MemoryOps::digest_live (the snapshot's digest kernel without the copy).
+  /// Write-bounded snapshots: MemoryOps::digest_baseline / changed_since_baseline.
+  Status digest_baseline(std::span<const device::CopyRegion> regions,
+                         uint64_t chunk_bytes) override;
+  Status changed_since_baseline(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                                bool update, std::vector<uint64_t>* changed) override;
   Status digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                      std::span<uint64_t> digests) override;
   device::CounterBackend* counters() override { return counters_; }

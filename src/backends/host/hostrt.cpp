@@ -35,7 +35,10 @@ Result<void*> allocate(size_t bytes, int device, bool tracked,
   sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MEMORY,
                                              "hostrt::malloc");
   if (bytes == 0) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "allocation of 0 bytes");
-  if (!dev->reserve(bytes)) {
+  // kreplay never takes the application's memory: its snapshot storage goes first.
+  if (!dev->reserve(bytes) &&
+      (!sdk::Runtime::get().engine().release_storage_for_application(dev->agent) ||
+       !dev->reserve(bytes))) {
     return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,
                  fmt::format("host device {} is out of memory ({} requested)", device,
                              format_bytes(bytes)));

@@ -431,6 +431,55 @@ TEST_F(MemoryGpu, DigestLiveMatchesTheSnapshotAndLeavesItsDigests) {
   EXPECT_TRUE(get(live, size) == data);
 }
 
+// Write-bounded snapshots: the baseline covers a large region (storage 0: never read), a partial
+// snapshot of a few chunks of it runs between, and changed_since_baseline finds exactly the chunks
+// written since; with update the baseline follows, so asking again finds nothing; a layout other
+// than the baseline's is refused.
+TEST_F(MemoryGpu, BaselineFindsWhatChangedAroundAPartialSnapshot) {
+  const uint64_t chunk = 64 * 1024, size = 300 * chunk + 123;
+  const CUdeviceptr live = alloc(size);
+  auto data = random_bytes(size, 77);
+  put(live, data.data(), size);
+  const CUdeviceptr other = alloc(5000);
+  std::vector<CopyRegion> layout = {{other, 0, 5000, 0}, {live, 0, size, 1}};
+  KR_ASSERT_OK(ops_->digest_baseline(layout, chunk));
+  // A snapshot of chunks 10..11 of `live` (another layout) in between.
+  std::vector<CopyRegion> part = {
+      {live + 10 * chunk, storage(StorageTier::kDevice, 2 * chunk), 2 * chunk, 0}};
+  std::vector<uint64_t> part_digests(2);
+  KR_ASSERT_OK(ops_->snapshot(part, chunk, part_digests));
+  // Writes: chunk 10 (saved), chunk 250, the last (partial) chunk, and the other region.
+  unsigned char x = 0x5a;
+  put(live + 10 * chunk + 1, &x, 1);
+  put(live + 250 * chunk + 65535, &x, 1);
+  put(live + size - 1, &x, 1);
+  put(other + 4999, &x, 1);
+  std::vector<uint64_t> changed;
+  KR_ASSERT_OK(ops_->changed_since_baseline(layout, chunk, /*update=*/true, &changed));
+  const uint64_t last = 1 + (size - 1) / chunk;
+  EXPECT_EQ(changed, (std::vector<uint64_t>{0, 1 + 10, 1 + 250, last}));
+  changed.clear();
+  KR_ASSERT_OK(ops_->changed_since_baseline(layout, chunk, /*update=*/true, &changed));
+  EXPECT_TRUE(changed.empty());  // the baseline followed
+  // Without update the baseline stays: the same change is found twice.
+  put(live + 7, &x, 1);
+  for (int i = 0; i < 2; ++i) {
+    changed.clear();
+    KR_ASSERT_OK(ops_->changed_since_baseline(layout, chunk, /*update=*/false, &changed));
+    EXPECT_EQ(changed, std::vector<uint64_t>{1});
+  }
+  // The partial snapshot still restores its chunk 10 from its own digests.
+  changed.clear();
+  KR_ASSERT_OK(ops_->find_changed(part, chunk, part_digests, &changed));
+  EXPECT_EQ(changed, std::vector<uint64_t>{0});
+  KR_ASSERT_OK(ops_->restore(part, chunk, changed));
+  EXPECT_EQ(get(live + 10 * chunk + 1, 1)[0], data[10 * chunk + 1]);
+  // Another layout than the baseline's is refused.
+  std::vector<CopyRegion> shifted = {{live, 0, size, 0}};
+  changed.clear();
+  EXPECT_FALSE(ops_->changed_since_baseline(shifted, chunk, true, &changed).ok());
+}
+
 TEST_F(MemoryGpu, DigestsFromAnotherSnapshotAreUploaded) {
   const uint64_t chunk = 4096;
   const CUdeviceptr a = alloc(50000), b = alloc(30000);

@@ -255,6 +255,7 @@ __device__ __forceinline__ void chunk_kernel(const ChunkParams& p) {
         p.digests[chunk] = digest;
       } else if (digest != p.digests[chunk]) {
         atomicOr(p.changed_bits + (chunk >> 5), 1u << (chunk & 31));
+        if (p.update_digests) p.digests[chunk] = digest;
       }
     }
   }

@@ -43,6 +43,7 @@ struct ChunkParams {
   uint64_t* digests;       ///< by global chunk index; written (snapshot) or read (find_changed)
   uint64_t* host_digests;  ///< snapshot: also written here (mapped pinned host memory); may be null
   uint32_t* changed_bits;  ///< find_changed: one bit per global chunk index, zeroed before
+  uint32_t update_digests; ///< find_changed: also store the live digest where it differs
   uint32_t chunk_shift;    ///< log2(chunk_bytes), >= 8
   uint32_t group_shift;    ///< log2(lanes per chunk): 4 for 256-byte chunks, else 5
   // Progress signals (snapshot): for each point i < signal_points, once every warp has finished

@@ -118,6 +118,16 @@ class MemoryOps {
   Status digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                      std::span<uint64_t> digests);
 
+  /// device::Device::digest_baseline: the digest of every chunk of @p regions' live memory into a
+  /// baseline kept on the GPU (storage addresses are not read; 0 is accepted). One digest kernel
+  /// reads the regions once (memory_ops_digest.cpp).
+  Status digest_baseline(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes);
+  /// device::Device::changed_since_baseline: one kernel recomputes every chunk's digest, compares
+  /// it with the baseline on the GPU and (with @p update) stores the new one where it differs;
+  /// the changed chunks come back as a bitmap. ERROR when the regions are not the baseline's.
+  Status changed_since_baseline(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                                bool update, std::vector<uint64_t>* changed);
+
   /// Copy the listed chunks (global indices, each inside a region; any order, duplicates allowed)
   /// storage -> live.
   Status restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
@@ -227,6 +237,14 @@ class MemoryOps {
   // digest_live's own digests (the snapshot's stay in d_digests_ / h_digests_).
   DeviceBuffer d_live_digests_;
   HostBuffer h_live_digests_;
+  // digest_baseline's digests, and the layout (storage set to live) they cover.
+  DeviceBuffer d_base_digests_;
+  std::vector<device::CopyRegion> base_layout_;
+  uint64_t base_chunk_bytes_ = 0;
+  bool base_valid_ = false;
+  /// The regions with storage = live (the baseline reads live memory only; a non-null storage
+  /// passes prepare_regions_locked's check).
+  static std::vector<device::CopyRegion> live_only(std::span<const device::CopyRegion> regions);
   uint32_t signal_epoch_ = 0;
   uint64_t stage_used_ = 0;
 

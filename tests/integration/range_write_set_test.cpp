@@ -1,0 +1,90 @@
+// Write-bounded snapshots in range replay (DESIGN.md §3) on the host device: a range whose device
+// holds more than a snapshot could copy runs once the first time (WRITE_SET_UNKNOWN) while
+// kreplay learns what its launches write; a later range opening with the same launch saves only
+// that and is replayed; one that writes elsewhere is caught by the digests and runs once.
+#include <vector>
+
+#include "range_harness.hpp"
+
+namespace kreplay::test {
+namespace {
+
+constexpr uint64_t kChunk = 64 * 1024;
+constexpr uint32_t kFloatsPerChunk = kChunk / sizeof(float);
+
+class RangeWriteSets : public Range {
+ protected:
+  void SetUp() override {
+    Range::SetUp();
+    auto& e = sdk::Runtime::get().engine();
+    saved_opts_ = e.options();
+    auto o = saved_opts_;
+    o.auto_host_bytes = 0;
+    o.chunk_bytes = kChunk;
+    e.set_options(o);
+    e.release_storage(hr::testing::agent_of());
+    e.forget_write_sets_for_test(hr::testing::agent_of());
+    arena_ = buffer(10u << 20, 0.5f);  // 40 MiB of the host device's 64
+  }
+  void TearDown() override {
+    Range::TearDown();
+    sdk::Runtime::get().engine().set_options(saved_opts_);
+    sdk::Runtime::get().engine().release_storage(hr::testing::agent_of());
+  }
+  // Two updates of x[0..n) in one range, closed by a copy; the range's outcome.
+  kreplay_range_outcome_record_t step(float* x, uint32_t n) {
+    S().reset();
+    update(x, n);
+    update(x, n);
+    (void)read(x);
+    auto exits = S().exits();
+    EXPECT_EQ(exits.size(), 1u);
+    return exits.empty() ? kreplay_range_outcome_record_t{} : exits[0].outcome;
+  }
+  replay::Options saved_opts_;
+  float* arena_ = nullptr;
+};
+
+TEST_F(RangeWriteSets, AFirstRangeLearnsAndTheNextSavesOnlyWhatItWrote) {
+  float* x = arena_ + 5 * kFloatsPerChunk;
+  const float v = x[7];
+  auto first = step(x, 2 * kFloatsPerChunk);
+  EXPECT_EQ(first.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+  EXPECT_EQ(first.reason, KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN);
+  EXPECT_EQ(first.passes_executed, 1u);
+  EXPECT_EQ(first.launches, 2u);
+  // Two chunks of the arena and the module's counter.
+  EXPECT_EQ(first.bytes_changed, 2 * kChunk + 4);
+  EXPECT_EQ(read(x), expect(v, 2));
+  EXPECT_EQ(*g_counter, 2u);
+
+  auto second = step(x, 2 * kFloatsPerChunk);
+  EXPECT_EQ(second.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(second.passes_executed, 3u);
+  EXPECT_EQ(second.snapshot_mode, KREPLAY_SNAPSHOT_MODE_WRITE_SET);
+  EXPECT_EQ(second.bytes_changed, 2 * kChunk + 4);
+  // What it wrote plus one chunk after it (and the 4-byte counter): far below the 40 MiB.
+  EXPECT_EQ(second.bytes_snapshotted, 3 * kChunk + 4);
+  EXPECT_EQ(read(x), expect(v, 4));
+  EXPECT_EQ(*g_counter, 4u);
+}
+
+TEST_F(RangeWriteSets, ARangeThatWritesElsewhereIsCaughtAndRunsOnce) {
+  float* x = arena_ + 5 * kFloatsPerChunk;
+  step(x, kFloatsPerChunk);
+  ASSERT_EQ(step(x, kFloatsPerChunk).outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  // The same first launch's kernel with a longer extent: predicted through its pointer from the
+  // last range, it writes more than that.
+  float* y = arena_ + 300 * kFloatsPerChunk;
+  const float v = y[7];
+  auto miss = step(y, 8 * kFloatsPerChunk);
+  EXPECT_EQ(miss.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+  EXPECT_EQ(miss.reason, KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN);
+  EXPECT_EQ(read(y), expect(v, 2));
+  auto again = step(y, 8 * kFloatsPerChunk);
+  EXPECT_EQ(again.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(read(y), expect(v, 4));
+}
+
+}  // namespace
+}  // namespace kreplay::test
