@@ -37,10 +37,17 @@ bool Engine::begin_graph_nodes(DispatchState& st) {
   DeviceSlot& slot = *st.slot;
   st.exclusive = std::unique_lock(slot.window_mu);
   detail::thread_windows().push_back(&slot);
-  if (kreplay_decline_reason_t why = save_entry_state(st, st.snapshot);
+  if (kreplay_decline_reason_t why = save_entry_state(st, st.snapshot, /*write_bounded=*/true);
       why != KREPLAY_DECLINE_REASON_NONE) {
     // The graph's entry state cannot be saved: its nodes could not be replayed either. It takes
-    // the ordinary path as one dispatch, declined for this reason.
+    // the ordinary path as one dispatch, declined for this reason. In kernel replay a graph whose
+    // write set is not known yet keeps the device: its one run is measured and learned (exit()).
+    if (why == KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN && st.ws.kind == SaveKind::kLearn &&
+        !ranges && hooks_.any_dispatch_service()) {
+      st.forced_decline = why;
+      return false;
+    }
+    st.ws.kind = SaveKind::kNone;  // a range of its own learns it instead
     auto& windows = detail::thread_windows();
     windows.erase(std::find(windows.begin(), windows.end(), &slot));
     st.exclusive.unlock();
@@ -73,6 +80,37 @@ void Engine::run_graph_nodes(DispatchState& st, bool submitted) {
     drop_window();
     return;
   }
+  if (st.ws.kind == SaveKind::kWriteSet) {
+    // Only what the graph is predicted to write was saved: did it write nothing else?
+    uint64_t changed = 0;
+    bool covered = false;
+    Status m = measure_writes(slot, st.ws, /*range=*/false, &changed, &covered);
+    if (m.ok()) keep_baseline(slot, st.ws);
+    if (!covered) {
+      // Its own run was the only one: the nodes are not run again. It is reported as one
+      // declined dispatch for the whole graph, so the tool counts it.
+      KR_WARN_ONCE("graph-write-set-miss",
+                   "{} wrote outside the {} kreplay predicted and saved{}: its nodes are not "
+                   "replayed this time (counted as declined: write_set_unknown); later launches "
+                   "of the graph save what it wrote",
+                   st.info.kernel_name, format_bytes(extent_bytes(st.ws.saved)),
+                   m.ok() ? "" : " (" + m.message() + ")");
+      drop_window();
+      hooks_.config_enter(st);
+      auto& out = st.outcome;
+      out = {};
+      out.size = sizeof(out);
+      out.dispatch_id = st.info.dispatch_id;
+      out.agent_id = st.info.agent_id;
+      out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
+      out.reason = KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN;
+      out.passes_executed = 1;
+      out.bytes_changed = changed;
+      stats_.declined.fetch_add(1, std::memory_order_relaxed);
+      hooks_.config_exit(st);
+      return;
+    }
+  }
   Result<std::vector<device::GraphStep>> steps = st.launch->decompose();
   if (!steps.ok()) {
     // Nothing is restored, so the application keeps what its own launch produced.
@@ -83,6 +121,7 @@ void Engine::run_graph_nodes(DispatchState& st, bool submitted) {
     return;
   }
   Result<uint64_t> restored = st.snapshot.restore(dev, /*verify=*/false);
+  slot.baseline_valid = false;  // the restore changed memory the baseline had measured
   drop_window();
   if (!restored.ok()) {
     // The state may be partly restored: run the graph again so the application sees one

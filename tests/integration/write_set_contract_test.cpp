@@ -31,6 +31,7 @@ class WriteSets : public HostDeviceTest {
       o.chunk_bytes = kChunk;
     });
     arena_ = buffer(kArenaFloats);  // each element 0.25
+    *module().launch_counter = 0;
   }
   void TearDown() override {
     engine().release_storage(hostrt::testing::agent_of());
@@ -210,6 +211,39 @@ TEST_F(WriteSets, StorageIsReportedAndGivenBackWhenTheApplicationNeedsTheMemory)
   small.size = 8;
   EXPECT_EQ(kreplay_query_replay_storage({hostrt::testing::agent_of()}, &small),
             KREPLAY_STATUS_ERROR_INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace kreplay::test
+
+namespace kreplay::test {
+namespace {
+
+// A graph launch profiled node by node: the graph's entry state is saved as a write set too
+// (learned from its first launch, which runs once), and each node's window as well.
+TEST_F(WriteSets, AGraphAndItsNodesLearnThenReplayWithWriteSets) {
+  auto g = hostrt::graph_create();
+  ASSERT_TRUE(g.ok());
+  float* x = arena_ + 20 * kFloatsPerChunk;
+  uint32_t n = kFloatsPerChunk;
+  void* params[] = {&x, &n};
+  ASSERT_TRUE(hostrt::graph_add_kernel(*g, module().update, {n / 64}, {64}, params).ok());
+  std::vector<kreplay_replay_outcome_record_t> outcomes;
+  for (int launch = 1; launch <= 3; ++launch) {
+    ASSERT_TRUE(hostrt::graph_launch(*g, hostrt::default_stream()).ok());
+    ASSERT_TRUE(hostrt::device_synchronize().ok());
+    outcomes.push_back(tool().config_exit(tool().last_dispatch_id())->outcome);
+    EXPECT_EQ(x[0], updated(0.25f, launch)) << "launch " << launch;
+    EXPECT_EQ(x[n - 1], updated(0.25f, launch)) << "launch " << launch;
+    EXPECT_EQ(*module().launch_counter, static_cast<uint32_t>(launch)) << "launch " << launch;
+  }
+  // 1: the graph runs once (its write set learned); 2: its entry is saved as a write set and its
+  // node, new to kreplay, runs once; 3: the node is replayed too.
+  EXPECT_EQ(outcomes[0].reason, KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN);
+  EXPECT_EQ(outcomes[1].reason, KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN);
+  EXPECT_EQ(outcomes[2].outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(outcomes[2].snapshot_mode, KREPLAY_SNAPSHOT_MODE_WRITE_SET);
+  EXPECT_EQ(*module().launch_counter, 3u);
 }
 
 }  // namespace
