@@ -286,14 +286,28 @@ class Device {
   }
   /// Append, in ascending order, every global chunk of @p regions (the layout digest_baseline was
   /// given) whose live digest differs from the baseline; with @p update the baseline then holds
-  /// the live digests. FAILED_PRECONDITION-like ERROR when no baseline of this layout is kept.
+  /// the live digests. @p was_zero (may be null) receives, ascending, those of them whose
+  /// baseline digest was the digest of all-zero bytes: memory that held zeros before (fresh
+  /// allocations do), which zero_chunks() puts back without a saved copy. ERROR when no
+  /// baseline of this layout is kept.
   virtual Status changed_since_baseline(std::span<const CopyRegion> regions, uint64_t chunk_bytes,
-                                        bool update, std::vector<uint64_t>* changed) {
+                                        bool update, std::vector<uint64_t>* changed,
+                                        std::vector<uint64_t>* was_zero) {
     (void)regions;
     (void)chunk_bytes;
     (void)update;
     (void)changed;
+    (void)was_zero;
     return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device keeps no digest baseline");
+  }
+  /// Write zeros over the listed global chunks of @p regions' live memory (storage addresses
+  /// are not used). Returns when done.
+  virtual Status zero_chunks(std::span<const CopyRegion> regions, uint64_t chunk_bytes,
+                             std::span<const uint64_t> chunks) {
+    (void)regions;
+    (void)chunk_bytes;
+    (void)chunks;
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot zero its memory");
   }
 
   /// Copy the listed chunks storage → live, in one batch. Returns when the copy is complete.

@@ -325,7 +325,6 @@ void Engine::open_window(DispatchState& st) {
   st.window = true;
   if (kreplay_decline_reason_t why = save_entry_state(st, st.snapshot, /*write_bounded=*/true);
       why != KREPLAY_DECLINE_REASON_NONE) {
-    // A learning run (SaveKind::kLearn) keeps the window: exit() measures what it wrote.
     decline(st, why);
     return;
   }
@@ -395,8 +394,13 @@ kreplay_decline_reason_t Engine::save_entry_state(DispatchState& st, Snapshot& s
   if (!placement.ok() && write_bounded && !args_scope && !st.host_visible &&
       opt.snapshot_mode == KREPLAY_SNAPSHOT_MODE_AUTO && opt.max_snapshot_bytes == 0 &&
       baseline_supported(slot)) {
-    // The full snapshot did not fit after all: learn what the launch writes instead.
-    ws.kind = SaveKind::kLearn;
+    // The full snapshot did not fit after all: save what the launch is known to write (nothing
+    // yet, or what it wrote before) instead.
+    ws.kind = SaveKind::kWriteSet;
+    if (auto predicted = slot.launch_writes.predict(ws.kernel, ws.args, ws.layout)) {
+      ws.saved = std::move(*predicted);
+      ws.predicted = true;
+    }
     return save_write_set(st, snapshot, t0);
   }
   if (!placement.ok()) {
@@ -435,15 +439,6 @@ kreplay_decline_reason_t Engine::save_write_set(DispatchState& st, Snapshot& sna
     ws.kind = SaveKind::kNone;
     return KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
   }
-  if (ws.kind == SaveKind::kLearn) {
-    KR_WARN_ONCE("write-set-learn",
-                 "dispatch {} ({}) not replayed: a snapshot of all {} of tracked memory does not "
-                 "fit and what the kernel writes is not known yet; it runs once while kreplay "
-                 "learns what it writes, and its later launches save only that (launches like it "
-                 "are counted as declined: write_set_unknown)",
-                 st.info.dispatch_id, st.info.kernel_name, format_bytes(ws.layout.total_bytes()));
-    return KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN;
-  }
   Result<Placement> placement = save_extents(slot, ws, snapshot);
   if (!placement.ok()) {
     KR_WARN_ONCE("write-set-too-large", "dispatch {} ({}) not replayed: {}", st.info.dispatch_id,
@@ -467,13 +462,11 @@ kreplay_decline_reason_t Engine::save_write_set(DispatchState& st, Snapshot& sna
 }
 
 void Engine::decline(DispatchState& st, kreplay_decline_reason_t reason) {
-  // A learning run keeps the device to itself until exit() measured what it wrote.
-  const bool learning = st.ws.kind == SaveKind::kLearn && st.exclusive.owns_lock();
-  if (st.exclusive.owns_lock() && !learning) {
+  if (st.exclusive.owns_lock()) {
     tls().drop_window(st.slot);
     st.exclusive.unlock();
   }
-  if (!learning) st.ws.kind = SaveKind::kNone;
+  st.ws.kind = SaveKind::kNone;
   st.window = false;
   st.outcome.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
   st.outcome.reason = reason;
@@ -490,10 +483,9 @@ void Engine::decline(DispatchState& st, kreplay_decline_reason_t reason) {
 }
 
 void Engine::begin_single_run(DispatchState& st) {
-  if (st.slot && !st.reentrant && hooks_.replay_configured() && !st.shared.owns_lock() &&
-      !st.exclusive.owns_lock())
+  if (st.slot && !st.reentrant && hooks_.replay_configured() && !st.shared.owns_lock())
     st.shared = std::shared_lock(st.slot->window_mu);
-  memory_changed();  // it runs unmeasured (a learning run is measured in exit())
+  memory_changed();  // it runs unmeasured
   // Behind a launch that may wait for the host: neither counted nor waited for (a run that is not
   // replayed is still counted and waited for when a tool counts it).
   if (st.slot && !st.behind_host_waiter && st.slot->host_waiter_running())
@@ -503,7 +495,6 @@ void Engine::begin_single_run(DispatchState& st) {
   // A launch over mapped host memory is waited for briefly, so that exit() can hold it as a host
   // waiter should it outlive the wait (the launches queued behind it are then not waited for).
   if (st.host_visible) st.wait_needed = true;
-  if (st.ws.kind == SaveKind::kLearn) st.wait_needed = true;  // measured once it completed
 }
 
 void Engine::exit(DispatchState* st, bool submitted) {
@@ -541,17 +532,6 @@ void Engine::exit(DispatchState* st, bool submitted) {
                            /*mark_kernel=*/!st->behind_host_waiter);
         }
         if (!w.ok()) st->timing = {};
-        if (w.ok() && st->ws.kind == SaveKind::kLearn && st->exclusive.owns_lock()) {
-          // A learning run: what it changed is its write set.
-          uint64_t changed = 0;
-          bool covered = false;
-          if (Status m = measure_writes(*st->slot, st->ws, false, &changed, &covered); m.ok()) {
-            keep_baseline(*st->slot, st->ws);
-          } else {
-            KR_WARN("dispatch {} ({}): what it wrote could not be measured: {}",
-                    st->info.dispatch_id, st->info.kernel_name, m.message());
-          }
-        }
       }
       hooks_.after_complete(*st);
     }
@@ -620,12 +600,22 @@ void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
     hooks_.after_complete(st);
     hooks_.pass_exit(st);
     if (missed) {
-      KR_WARN_ONCE("write-set-miss",
-                   "dispatch {} ({}) wrote outside the {} kreplay predicted and saved: it ran once "
-                   "(the application's own run) and is counted as declined (write_set_unknown); "
-                   "its kernel's later launches save what it wrote",
-                   st.info.dispatch_id, st.info.kernel_name,
-                   format_bytes(extent_bytes(st.ws.saved)));
+      if (st.ws.predicted) {
+        KR_WARN_ONCE("write-set-miss",
+                     "dispatch {} ({}) wrote outside the {} kreplay predicted and saved: it ran "
+                     "once (the application's own run) and is counted as declined "
+                     "(write_set_unknown); its kernel's later launches save what it wrote",
+                     st.info.dispatch_id, st.info.kernel_name,
+                     format_bytes(extent_bytes(st.ws.saved)));
+      } else {
+        KR_WARN_ONCE("write-set-unknown",
+                     "dispatch {} ({}) not replayed: a snapshot of all {} of tracked memory does "
+                     "not fit and what the kernel writes was not known yet; it ran once while "
+                     "kreplay learned what it writes, and its later launches save only that "
+                     "(launches like it are counted as declined: write_set_unknown)",
+                     st.info.dispatch_id, st.info.kernel_name,
+                     format_bytes(st.ws.layout.total_bytes()));
+      }
       out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
       out.reason = KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN;
       keep_baseline(*st.slot, st.ws);
@@ -650,9 +640,19 @@ void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
       out.reason = KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
       return;
     }
-    out.bytes_restored += *restored;
+    Result<uint64_t> zeroed = restore_zeroed(*st.slot, st.ws);
+    if (!zeroed.ok()) {
+      KR_ERROR("dispatch {} ({}): restore after pass {} failed: {}; its memory may hold more "
+               "than one execution",
+               st.info.dispatch_id, st.info.kernel_name, st.pass, zeroed.status().message());
+      out.reason = KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
+      return;
+    }
+    t1 = now_ns();
+    out.bytes_restored += *restored + *zeroed;
     out.restore_ns += t1 - t0;
-    st.intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, st.pass, t0, t1, *restored});
+    st.intervals.push_back(
+        {KREPLAY_REPLAY_INTERVAL_RESTORE, st.pass, t0, t1, *restored + *zeroed});
     learn_full(*st.slot, st.ws, /*range=*/false, st.snapshot, &out.bytes_changed);
     flush_before_pass(dev);
     ++st.pass;

@@ -77,16 +77,21 @@ struct Options {
 enum class SaveKind {
   kNone,      ///< nothing saved (not replayed)
   kFull,      ///< every tracked region of the scope
-  kWriteSet,  ///< the predicted write set, proven by digests of all tracked memory
-  kLearn,     ///< nothing saved: the launch (range) runs once and its write set is learned
+  /// The predicted write set (empty when nothing is known yet: then every chunk the launch
+  /// writes must have held zeros), proven by digests of all tracked memory.
+  kWriteSet,
 };
 
-/// What a window knows of its write-bounded snapshot (kWriteSet) or its learning run (kLearn),
-/// and, for a full snapshot, the layout its changed chunks are learned in.
+/// What a window knows of its write-bounded snapshot (kWriteSet), and, for a full snapshot, the
+/// layout its changed chunks are learned in.
 struct WriteSetWindow {
   SaveKind kind = SaveKind::kNone;
   ChunkLayout layout;            ///< every tracked region of the device, as the digests see it
   std::vector<Extent> saved;     ///< kWriteSet: the chunks saved
+  bool predicted = false;        ///< kWriteSet: `saved` came from a prediction (else nothing known)
+  /// kWriteSet: chunks of `layout` the application's pass changed outside `saved` that held zeros
+  /// before (fresh memory): restored by Device::zero_chunks, with no copy.
+  std::vector<uint64_t> zeroed;
   uint64_t kernel = 0;           ///< the key: the (first) launch's kernel ...
   std::vector<std::byte> args;   ///< ... and its argument bytes
   bool learned = false;          ///< the application's pass was measured and learned
@@ -200,8 +205,7 @@ struct DispatchState {
   struct DeviceSlot* slot = nullptr;
   std::unique_ptr<LocalContextScope> local;
   Snapshot snapshot;
-  /// How the window saved memory (write_bounded.cpp). kLearn with `exclusive` held: a declined
-  /// single run that exit() measures and learns from before it lets the device go.
+  /// How the window saved memory (write_bounded.cpp).
   WriteSetWindow ws;
 };
 
@@ -324,8 +328,7 @@ struct RangeState {
   uint64_t stream = 0;
   std::vector<uint64_t> chain_events;     ///< events recorded on `stream` after its last launch
   std::vector<uint64_t> ordered_streams;  ///< streams that waited for one of chain_events
-  /// How the range's entry state was saved (write_bounded.cpp); kLearn: a range of one pass, its
-  /// own, declined WRITE_SET_UNKNOWN at its close once its write set is learned.
+  /// How the range's entry state was saved (write_bounded.cpp).
   WriteSetWindow ws;
 };
 
@@ -530,9 +533,9 @@ class Engine {
   /// The device's digest baseline of ws.layout, reusing the slot's when memory has not changed
   /// since it was taken.
   Status take_baseline(DeviceSlot& slot, const WriteSetWindow& ws);
-  /// After the application's pass of a kWriteSet or kLearn window: what changed since the
-  /// baseline (which then holds memory as it is now); learns it. @p covered: whether it lies
-  /// inside ws.saved. Errors leave @p covered false.
+  /// After the application's pass of a kWriteSet window: what changed since the baseline (which
+  /// then holds memory as it is now); learns it. @p covered: whether every changed chunk lies
+  /// inside ws.saved or held zeros (ws.zeroed). Errors leave @p covered false.
   Status measure_writes(DeviceSlot& slot, WriteSetWindow& ws, bool range, uint64_t* changed_bytes,
                         bool* covered);
   /// After the last pass of a replayed kWriteSet window: whether the passes after the first
@@ -543,10 +546,13 @@ class Engine {
                   uint64_t* changed_bytes);
   /// The baseline of @p slot holds memory as it is now (after a measured window).
   void keep_baseline(DeviceSlot& slot, const WriteSetWindow& ws);
+  /// Between passes of a kWriteSet window, after @p snapshot's restore: zero ws.zeroed again.
+  /// Returns the bytes written.
+  Result<uint64_t> restore_zeroed(DeviceSlot& slot, const WriteSetWindow& ws);
   /// kWriteSet: copy ws.saved into @p snapshot (the storage pool places it); the placement used.
   Result<Placement> save_extents(DeviceSlot& slot, const WriteSetWindow& ws, Snapshot& snapshot);
-  /// A kernel window's kWriteSet save (baseline, saved chunks; fills the outcome) or kLearn
-  /// baseline; NONE, WRITE_SET_UNKNOWN (kLearn: a declined run to measure) or a decline reason.
+  /// A kernel window's kWriteSet save (baseline, saved chunks; fills the outcome); NONE or a
+  /// decline reason.
   kreplay_decline_reason_t save_write_set(DispatchState& st, Snapshot& snapshot, uint64_t t0);
   // ranges (range.cpp); the callers hold slot.range_mu
   void range_enter(DispatchState& st);

@@ -40,14 +40,8 @@ bool Engine::begin_graph_nodes(DispatchState& st) {
   if (kreplay_decline_reason_t why = save_entry_state(st, st.snapshot, /*write_bounded=*/true);
       why != KREPLAY_DECLINE_REASON_NONE) {
     // The graph's entry state cannot be saved: its nodes could not be replayed either. It takes
-    // the ordinary path as one dispatch, declined for this reason. In kernel replay a graph whose
-    // write set is not known yet keeps the device: its one run is measured and learned (exit()).
-    if (why == KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN && st.ws.kind == SaveKind::kLearn &&
-        !ranges && hooks_.any_dispatch_service()) {
-      st.forced_decline = why;
-      return false;
-    }
-    st.ws.kind = SaveKind::kNone;  // a range of its own learns it instead
+    // the ordinary path as one dispatch, declined for this reason.
+    st.ws.kind = SaveKind::kNone;
     auto& windows = detail::thread_windows();
     windows.erase(std::find(windows.begin(), windows.end(), &slot));
     st.exclusive.unlock();
@@ -90,10 +84,11 @@ void Engine::run_graph_nodes(DispatchState& st, bool submitted) {
       // Its own run was the only one: the nodes are not run again. It is reported as one
       // declined dispatch for the whole graph, so the tool counts it.
       KR_WARN_ONCE("graph-write-set-miss",
-                   "{} wrote outside the {} kreplay predicted and saved{}: its nodes are not "
-                   "replayed this time (counted as declined: write_set_unknown); later launches "
-                   "of the graph save what it wrote",
+                   "{} wrote outside the {} kreplay {}{}: its nodes are not replayed this time "
+                   "(counted as declined: write_set_unknown); later launches of the graph save "
+                   "what it wrote",
                    st.info.kernel_name, format_bytes(extent_bytes(st.ws.saved)),
+                   st.ws.predicted ? "predicted and saved" : "could save (its first launch)",
                    m.ok() ? "" : " (" + m.message() + ")");
       drop_window();
       hooks_.config_enter(st);
@@ -121,6 +116,10 @@ void Engine::run_graph_nodes(DispatchState& st, bool submitted) {
     return;
   }
   Result<uint64_t> restored = st.snapshot.restore(dev, /*verify=*/false);
+  if (restored.ok() && st.ws.kind == SaveKind::kWriteSet) {
+    Result<uint64_t> zeroed = restore_zeroed(slot, st.ws);
+    if (!zeroed.ok()) restored = zeroed.status();
+  }
   slot.baseline_valid = false;  // the restore changed memory the baseline had measured
   drop_window();
   if (!restored.ok()) {

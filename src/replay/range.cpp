@@ -399,8 +399,8 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
   // A replayed range's launches each start cold too (flush_before_launch); a graph is one
   // workload, a range that is not replayed is not cache-controlled (as in kernel replay), nor is
   // a host-visible launch's probe range (the caller makes it one: a range of one launch).
-  r->flush_launches = r->plan.replay && !r->whole_graph && !first.host_visible &&
-                      r->ws.kind != SaveKind::kLearn && options().flush_caches;
+  r->flush_launches =
+      r->plan.replay && !r->whole_graph && !first.host_visible && options().flush_caches;
   // With flushes per launch the first launch's flush comes in add_to_range, once its counter
   // session began (see the top of this file).
   if (!r->flush_launches) flush_before_pass(*slot.device);
@@ -457,7 +457,13 @@ kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& 
                    snapshot_too_large_message(dev, regions, placement.status().message()));
       return KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE;
     }
-    r.ws.kind = SaveKind::kLearn;  // the full snapshot did not fit after all: learn instead
+    // The full snapshot did not fit after all: save what the range is known to write instead.
+    r.ws.kind = SaveKind::kWriteSet;
+    WriteSets& sets = range_key ? slot.range_writes : slot.launch_writes;
+    if (auto predicted = sets.predict(r.ws.kernel, r.ws.args, r.ws.layout)) {
+      r.ws.saved = std::move(*predicted);
+      r.ws.predicted = true;
+    }
   }
   if (Status s = take_baseline(slot, r.ws); !s.ok()) {
     KR_WARN("range {} not replayed: the digests of its device's memory failed: {}",
@@ -465,27 +471,17 @@ kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& 
     r.ws.kind = SaveKind::kNone;
     return KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
   }
-  uint64_t bytes = 0;
-  if (r.ws.kind == SaveKind::kLearn) {
-    KR_WARN_ONCE("range-write-set-learn",
-                 "range {} not replayed: a snapshot of all {} of tracked memory does not fit and "
-                 "what its launches write is not known yet; they run once while kreplay learns "
-                 "what they write, and later ranges that open with the same launch save only "
-                 "that (ranges like it are counted as declined: write_set_unknown)",
-                 r.info.range_id, format_bytes(r.ws.layout.total_bytes()));
-  } else {
-    Result<Placement> placed = save_extents(slot, r.ws, r.snapshot);
-    if (!placed.ok()) {
-      KR_WARN_ONCE("range-write-set-too-large", "range {} not replayed: {}", r.info.range_id,
-                   placed.status().message());
-      r.ws.kind = SaveKind::kNone;
-      return placed.status().code() == KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES
-                 ? KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE
-                 : KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
-    }
-    bytes = placed->total_bytes;
-    r.outcome.snapshot_mode = KREPLAY_SNAPSHOT_MODE_WRITE_SET;
+  Result<Placement> placed = save_extents(slot, r.ws, r.snapshot);
+  if (!placed.ok()) {
+    KR_WARN_ONCE("range-write-set-too-large", "range {} not replayed: {}", r.info.range_id,
+                 placed.status().message());
+    r.ws.kind = SaveKind::kNone;
+    return placed.status().code() == KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES
+               ? KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE
+               : KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
   }
+  const uint64_t bytes = placed->total_bytes;
+  r.outcome.snapshot_mode = KREPLAY_SNAPSHOT_MODE_WRITE_SET;
   for (const Region& g : regions) {
     if (g.kind == KREPLAY_MEMORY_KIND_HOST_MAPPED) r.host_mapped.emplace_back(g.base, g.size);
   }
@@ -558,15 +554,6 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
   }
   device::CounterBackend* counters = slot.device->counters();
   if (device::CounterSet* set = hooks_.armed_set(ls); set != nullptr && counters != nullptr) {
-    if (!r.counter_session_tried && r.ws.kind == SaveKind::kLearn && set->pass_count() > 1) {
-      // A learning range runs once: one pass of a set that needs more counts nothing complete.
-      r.counter_session_tried = true;
-      if (log::first_time("learn-no-counters")) {
-        KR_INFO("ranges that run once while kreplay learns what they write are not counted: "
-                "their counter set needs {} passes",
-                set->pass_count());
-      }
-    }
     if (!r.counter_session_tried) {
       // The session starts at the range's first counted launch: launches before it are not
       // selected and run uncounted.
@@ -781,9 +768,8 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
     out.reason =
         faulted ? KREPLAY_DECLINE_REASON_LAUNCH_FAILED : KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
   }
-  if (ok && (r.ws.kind == SaveKind::kWriteSet || r.ws.kind == SaveKind::kLearn) &&
-      r.declined == KREPLAY_DECLINE_REASON_NONE &&
-      (opt.check_write_sets || r.ws.kind == SaveKind::kLearn)) {
+  if (ok && r.ws.kind == SaveKind::kWriteSet && r.declined == KREPLAY_DECLINE_REASON_NONE &&
+      opt.check_write_sets) {
     // The application's own pass: what it changed is the range's write set, learned; a
     // write-bounded range replays only when all of it was saved.
     bool covered = false;
@@ -795,17 +781,25 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
     } else {
       keep_baseline(slot, r.ws);
       if (!covered) {
-        if (r.ws.kind == SaveKind::kWriteSet) {
+        if (r.ws.predicted) {
           KR_WARN_ONCE("range-write-set-miss",
                        "range {} wrote outside the {} kreplay predicted and saved: its launches "
                        "ran once (the application's own run) and are counted as declined "
                        "(write_set_unknown); later ranges like it save what it wrote",
                        r.info.range_id, format_bytes(extent_bytes(r.ws.saved)));
+        } else {
+          KR_WARN_ONCE("range-write-set-unknown",
+                       "range {} not replayed: a snapshot of all {} of tracked memory does not "
+                       "fit and what its launches write was not known yet; they ran once while "
+                       "kreplay learned what they write, and later ranges that open with the "
+                       "same launch save only that (ranges like it are counted as declined: "
+                       "write_set_unknown)",
+                       r.info.range_id, format_bytes(r.ws.layout.total_bytes()));
         }
         r.declined = KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN;
       }
     }
-  } else if (r.ws.kind == SaveKind::kWriteSet || r.ws.kind == SaveKind::kLearn) {
+  } else if (r.ws.kind == SaveKind::kWriteSet) {
     slot.baseline_valid = false;
   }
   if (r.declined != KREPLAY_DECLINE_REASON_NONE) {
@@ -827,6 +821,10 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
     }
     uint64_t t0 = now_ns();
     Result<uint64_t> restored = r.snapshot.restore(dev, opt.verify_restore);
+    if (restored.ok() && r.ws.kind == SaveKind::kWriteSet) {
+      Result<uint64_t> zeroed = restore_zeroed(slot, r.ws);
+      restored = zeroed.ok() ? Result<uint64_t>(*restored + *zeroed) : zeroed;
+    }
     uint64_t t1 = now_ns();
     if (!restored.ok()) {
       KR_ERROR("range {}: restore after pass {} failed: {}", r.info.range_id, r.pass,

@@ -51,6 +51,8 @@ void Engine::choose_save(DeviceSlot& slot, const std::vector<Region>& regions, b
   device::Device& dev = *slot.device;
   ws.layout = ChunkLayout(regions, opt.chunk_bytes);
   ws.saved.clear();
+  ws.zeroed.clear();
+  ws.predicted = false;
   ws.learned = false;
   ws.kind = SaveKind::kFull;
   if (opt.snapshot_mode == KREPLAY_SNAPSHOT_MODE_FULL || !allow_write_set ||
@@ -65,6 +67,7 @@ void Engine::choose_save(DeviceSlot& slot, const std::vector<Region>& regions, b
   if (auto predicted = sets.predict(ws.kernel, ws.args, ws.layout)) {
     ws.kind = SaveKind::kWriteSet;
     ws.saved = std::move(*predicted);
+    ws.predicted = true;
     return;
   }
   if (!forced) {
@@ -80,7 +83,11 @@ void Engine::choose_save(DeviceSlot& slot, const std::vector<Region>& regions, b
                               slot.pool.held_bytes(device::StorageTier::kPinnedHost);
     if (host <= opt.auto_host_bytes && host <= host_cap) return;
   }
-  ws.kind = SaveKind::kLearn;
+  // Nothing known: nothing saved. The launch is replayed if everything it writes held zeros
+  // before (fresh memory, as a first write into a pool is); otherwise its own run is the only
+  // one, and its write set is learned for the next.
+  ws.kind = SaveKind::kWriteSet;
+  ws.predicted = false;
 }
 
 Status Engine::take_baseline(DeviceSlot& slot, const WriteSetWindow& ws) {
@@ -140,43 +147,62 @@ void Engine::keep_baseline(DeviceSlot& slot, const WriteSetWindow& ws) {
 Status Engine::measure_writes(DeviceSlot& slot, WriteSetWindow& ws, bool range,
                               uint64_t* changed_bytes, bool* covered) {
   *covered = false;
-  std::vector<uint64_t> changed;
+  std::vector<uint64_t> changed, was_zero;
   RETURN_IF_ERROR(slot.device->changed_since_baseline(ws.layout.copies(), ws.layout.chunk_bytes(),
-                                                      /*update=*/true, &changed));
+                                                      /*update=*/true, &changed, &was_zero));
   const std::vector<Extent> written = ws.layout.extents_of(changed);
   *changed_bytes = extent_bytes(written);
   (range ? slot.range_writes : slot.launch_writes).learn(ws.kernel, ws.args, written, ws.layout);
   ws.learned = true;
-  *covered = ws.kind == SaveKind::kWriteSet && covers(ws.saved, written);
-  if (ws.kind == SaveKind::kWriteSet && !*covered) {
-    uint64_t outside = 0;
-    for (const Extent& x : written) {
-      if (!covers(ws.saved, std::span<const Extent>(&x, 1))) outside += x.hi - x.lo;
+  // Every changed chunk must be saved, or have held zeros (zero_chunks puts those back).
+  ws.zeroed.clear();
+  uint64_t unknown = 0;
+  size_t z = 0;
+  for (uint64_t c : changed) {
+    const std::vector<Extent> one = ws.layout.extents_of(std::span<const uint64_t>(&c, 1));
+    if (covers(ws.saved, one)) continue;
+    while (z < was_zero.size() && was_zero[z] < c) ++z;
+    if (z < was_zero.size() && was_zero[z] == c) {
+      ws.zeroed.push_back(c);
+    } else {
+      unknown += extent_bytes(one);
     }
-    KR_DEBUG("write set missed: {} written, {} of it outside the {} saved",
-             format_bytes(*changed_bytes), format_bytes(outside),
+  }
+  *covered = unknown == 0;
+  if (!*covered) {
+    KR_DEBUG("write set missed: {} written, {} of it outside the {} saved and not zero before",
+             format_bytes(*changed_bytes), format_bytes(unknown),
              format_bytes(extent_bytes(ws.saved)));
   }
   return Status::Ok();
+}
+
+Result<uint64_t> Engine::restore_zeroed(DeviceSlot& slot, const WriteSetWindow& ws) {
+  if (ws.zeroed.empty()) return uint64_t{0};
+  RETURN_IF_ERROR(slot.device->zero_chunks(ws.layout.copies(), ws.layout.chunk_bytes(), ws.zeroed));
+  return extent_bytes(ws.layout.extents_of(ws.zeroed));
 }
 
 bool Engine::verify_last_pass(DeviceSlot& slot, WriteSetWindow& ws, uint64_t id,
                               const char* name) {
   std::vector<uint64_t> changed;
   if (Status s = slot.device->changed_since_baseline(ws.layout.copies(), ws.layout.chunk_bytes(),
-                                                     /*update=*/true, &changed);
+                                                     /*update=*/true, &changed, nullptr);
       !s.ok()) {
     KR_WARN("dispatch {} ({}): the memory after its last pass could not be checked: {}", id,
             name ? name : "?", s.message());
     return true;
   }
   const std::vector<Extent> written = ws.layout.extents_of(changed);
-  if (covers(ws.saved, written)) return true;
+  std::vector<Extent> known = ws.saved;
+  for (const Extent& x : ws.layout.extents_of(ws.zeroed)) known.push_back(x);
+  normalize(&known);
+  if (covers(known, written)) return true;
   // A later pass wrote where the application's own pass did not: those chunks hold what that
   // pass wrote. Nothing saved them, so nothing can put them back; the next launches save them.
   std::vector<Extent> outside;
   for (const Extent& x : written) {
-    if (!covers(ws.saved, std::span<const Extent>(&x, 1))) outside.push_back(x);
+    if (!covers(known, std::span<const Extent>(&x, 1))) outside.push_back(x);
   }
   KR_ERROR("dispatch {} ({}): a replay pass wrote {} that the application's own pass did not "
            "write and kreplay had not saved (first at {:#x}); that memory now holds what the "

@@ -88,3 +88,22 @@ TEST_F(RangeWriteSets, ARangeThatWritesElsewhereIsCaughtAndRunsOnce) {
 
 }  // namespace
 }  // namespace kreplay::test
+
+namespace kreplay::test {
+namespace {
+
+// A first range that writes only memory that held zeros (a pool's fresh blocks) is replayed.
+TEST_F(RangeWriteSets, AFirstRangeIntoZeroedMemoryIsReplayed) {
+  float* fresh = arena_ + 100 * kFloatsPerChunk;
+  ASSERT_TRUE(hr::memset(fresh, 0, 2 * kChunk).ok());
+  ASSERT_TRUE(hr::memset(g_counter, 0, sizeof(uint32_t)).ok());
+  auto first = step(fresh, kFloatsPerChunk);
+  EXPECT_EQ(first.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(first.snapshot_mode, KREPLAY_SNAPSHOT_MODE_WRITE_SET);
+  EXPECT_EQ(first.bytes_snapshotted, 0u);
+  EXPECT_EQ(read(fresh), expect(0.0f, 2));
+  EXPECT_EQ(*g_counter, 2u);
+}
+
+}  // namespace
+}  // namespace kreplay::test

@@ -248,3 +248,36 @@ TEST_F(WriteSets, AGraphAndItsNodesLearnThenReplayWithWriteSets) {
 
 }  // namespace
 }  // namespace kreplay::test
+
+namespace kreplay::test {
+namespace {
+
+// Memory that held zeros before a launch (a fresh allocation, the untouched part of a pool) needs
+// no copy: a first launch that writes only there is replayed with nothing saved, its chunks
+// zeroed again between passes.
+TEST_F(WriteSets, AFirstLaunchIntoZeroedMemoryIsReplayedWithNothingSaved) {
+  float* fresh = arena_ + 600 * kFloatsPerChunk;
+  ASSERT_TRUE(hostrt::memset(fresh, 0, 4 * kChunk).ok());
+  auto o = touch(fresh, kFloatsPerChunk + 5);
+  EXPECT_EQ(o.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(o.passes_executed, 3u);
+  EXPECT_EQ(o.snapshot_mode, KREPLAY_SNAPSHOT_MODE_WRITE_SET);
+  EXPECT_EQ(o.bytes_snapshotted, 0u);
+  EXPECT_EQ(o.bytes_changed, kChunk);
+  EXPECT_EQ(o.bytes_restored, 2 * kChunk);  // zeroed before passes 1 and 2
+  EXPECT_EQ(fresh[kFloatsPerChunk + 5], 1.0f);
+  EXPECT_EQ(fresh[kFloatsPerChunk + 6], 0.0f);
+  // The next launch there finds a non-zero chunk: predicted and saved now.
+  o = touch(fresh, kFloatsPerChunk + 5);
+  EXPECT_EQ(o.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(o.bytes_snapshotted, 2 * kChunk);
+  EXPECT_EQ(fresh[kFloatsPerChunk + 5], 2.0f);
+  // A launch of the same kernel into the next zeroed chunk: predicted (the chunk after the one
+  // it wrote), saved and replayed.
+  o = touch(fresh, 2 * kFloatsPerChunk);
+  EXPECT_EQ(o.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(fresh[2 * kFloatsPerChunk], 1.0f);
+}
+
+}  // namespace
+}  // namespace kreplay::test

@@ -236,9 +236,16 @@ Status CudaDevice::digest_baseline(std::span<const device::CopyRegion> regions,
 
 Status CudaDevice::changed_since_baseline(std::span<const device::CopyRegion> regions,
                                           uint64_t chunk_bytes, bool update,
-                                          std::vector<uint64_t>* changed) {
+                                          std::vector<uint64_t>* changed,
+                                          std::vector<uint64_t>* was_zero) {
   ASSIGN_OR_RETURN(MemoryOps * o, ops());
-  return o->changed_since_baseline(regions, chunk_bytes, update, changed);
+  return o->changed_since_baseline(regions, chunk_bytes, update, changed, was_zero);
+}
+
+Status CudaDevice::zero_chunks(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                               std::span<const uint64_t> chunks) {
+  ASSIGN_OR_RETURN(MemoryOps * o, ops());
+  return o->zero_chunks(regions, chunk_bytes, chunks);
 }
 
 Status CudaDevice::restore(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,

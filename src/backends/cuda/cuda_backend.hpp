@@ -57,7 +57,10 @@ class CudaDevice final : public device::Device {
   Status digest_baseline(std::span<const device::CopyRegion> regions,
                          uint64_t chunk_bytes) override;
   Status changed_since_baseline(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
-                                bool update, std::vector<uint64_t>* changed) override;
+                                bool update, std::vector<uint64_t>* changed,
+                                std::vector<uint64_t>* was_zero) override;
+  Status zero_chunks(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                     std::span<const uint64_t> chunks) override;
   Status digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                      std::span<uint64_t> digests) override;
   device::CounterBackend* counters() override { return counters_; }

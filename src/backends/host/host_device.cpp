@@ -302,7 +302,8 @@ Status HostDevice::digest_baseline(std::span<const device::CopyRegion> regions,
 
 Status HostDevice::changed_since_baseline(std::span<const device::CopyRegion> regions,
                                           uint64_t chunk_bytes, bool update,
-                                          std::vector<uint64_t>* changed) {
+                                          std::vector<uint64_t>* changed,
+                                          std::vector<uint64_t>* was_zero) {
   std::lock_guard lock(baseline_mu_);
   const bool same_layout =
       chunk_bytes == baseline_chunk_bytes_ && regions.size() == baseline_.size() &&
@@ -317,15 +318,36 @@ Status HostDevice::changed_since_baseline(std::span<const device::CopyRegion> re
     uint64_t n = device::chunk_count(r.size, chunk_bytes);
     for (uint64_t c = 0; c < n; ++c) {
       uint64_t off = c * chunk_bytes;
-      const uint64_t d = digest(live + off, std::min(chunk_bytes, r.size - off));
+      const uint64_t len = std::min(chunk_bytes, r.size - off);
+      const uint64_t d = digest(live + off, len);
       uint64_t& base = baseline_digests_[r.first_chunk + c];
       if (d != base) {
         changed->push_back(r.first_chunk + c);
+        if (was_zero != nullptr) {
+          const std::vector<std::byte> zeros(len);
+          if (base == digest(zeros.data(), len)) was_zero->push_back(r.first_chunk + c);
+        }
         if (update) base = d;
       }
     }
   }
   std::sort(changed->begin(), changed->end());
+  if (was_zero != nullptr) std::sort(was_zero->begin(), was_zero->end());
+  return Status::Ok();
+}
+
+Status HostDevice::zero_chunks(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                               std::span<const uint64_t> chunks) {
+  for (uint64_t chunk : chunks) {
+    const device::CopyRegion* r = nullptr;
+    for (const auto& x : regions) {
+      if (chunk >= x.first_chunk && chunk < x.first_chunk + device::chunk_count(x.size, chunk_bytes))
+        r = &x;
+    }
+    if (r == nullptr) return Error(KREPLAY_STATUS_ERROR_INTERNAL, "chunk outside the regions");
+    const uint64_t off = (chunk - r->first_chunk) * chunk_bytes;
+    std::memset(reinterpret_cast<void*>(r->live + off), 0, std::min(chunk_bytes, r->size - off));
+  }
   return Status::Ok();
 }
 

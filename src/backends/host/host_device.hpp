@@ -93,7 +93,10 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   Status digest_baseline(std::span<const device::CopyRegion> regions,
                          uint64_t chunk_bytes) override;
   Status changed_since_baseline(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
-                                bool update, std::vector<uint64_t>* changed) override;
+                                bool update, std::vector<uint64_t>* changed,
+                                std::vector<uint64_t>* was_zero) override;
+  Status zero_chunks(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                     std::span<const uint64_t> chunks) override;
   /// digest_baseline() calls so far (tests: a window that reuses the last one takes none).
   uint64_t baseline_digests_taken();
   /// The host device has no caches: it counts the flushes and models what they leave (for tests:

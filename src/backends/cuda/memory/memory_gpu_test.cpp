@@ -441,6 +441,8 @@ TEST_F(MemoryGpu, BaselineFindsWhatChangedAroundAPartialSnapshot) {
   auto data = random_bytes(size, 77);
   put(live, data.data(), size);
   const CUdeviceptr other = alloc(5000);
+  const std::vector<unsigned char> zeros(5000, 0);
+  put(other, zeros.data(), zeros.size());  // zeros: put back without a copy
   std::vector<CopyRegion> layout = {{other, 0, 5000, 0}, {live, 0, size, 1}};
   KR_ASSERT_OK(ops_->digest_baseline(layout, chunk));
   // A snapshot of chunks 10..11 of `live` (another layout) in between.
@@ -454,18 +456,24 @@ TEST_F(MemoryGpu, BaselineFindsWhatChangedAroundAPartialSnapshot) {
   put(live + 250 * chunk + 65535, &x, 1);
   put(live + size - 1, &x, 1);
   put(other + 4999, &x, 1);
-  std::vector<uint64_t> changed;
-  KR_ASSERT_OK(ops_->changed_since_baseline(layout, chunk, /*update=*/true, &changed));
+  std::vector<uint64_t> changed, was_zero;
+  KR_ASSERT_OK(ops_->changed_since_baseline(layout, chunk, /*update=*/true, &changed, &was_zero));
   const uint64_t last = 1 + (size - 1) / chunk;
   EXPECT_EQ(changed, (std::vector<uint64_t>{0, 1 + 10, 1 + 250, last}));
+  EXPECT_EQ(was_zero, std::vector<uint64_t>{0});  // only `other` held zeros (a partial chunk)
+  KR_ASSERT_OK(ops_->zero_chunks(layout, chunk, was_zero));
+  EXPECT_EQ(get(other + 4999, 1)[0], 0);
   changed.clear();
-  KR_ASSERT_OK(ops_->changed_since_baseline(layout, chunk, /*update=*/true, &changed));
+  KR_ASSERT_OK(ops_->changed_since_baseline(layout, chunk, /*update=*/true, &changed, nullptr));
+  EXPECT_EQ(changed, std::vector<uint64_t>{0});  // the zeros differ from the updated baseline
+  changed.clear();
+  KR_ASSERT_OK(ops_->changed_since_baseline(layout, chunk, /*update=*/true, &changed, nullptr));
   EXPECT_TRUE(changed.empty());  // the baseline followed
   // Without update the baseline stays: the same change is found twice.
   put(live + 7, &x, 1);
   for (int i = 0; i < 2; ++i) {
     changed.clear();
-    KR_ASSERT_OK(ops_->changed_since_baseline(layout, chunk, /*update=*/false, &changed));
+    KR_ASSERT_OK(ops_->changed_since_baseline(layout, chunk, /*update=*/false, &changed, nullptr));
     EXPECT_EQ(changed, std::vector<uint64_t>{1});
   }
   // The partial snapshot still restores its chunk 10 from its own digests.
@@ -477,7 +485,7 @@ TEST_F(MemoryGpu, BaselineFindsWhatChangedAroundAPartialSnapshot) {
   // Another layout than the baseline's is refused.
   std::vector<CopyRegion> shifted = {{live, 0, size, 0}};
   changed.clear();
-  EXPECT_FALSE(ops_->changed_since_baseline(shifted, chunk, true, &changed).ok());
+  EXPECT_FALSE(ops_->changed_since_baseline(shifted, chunk, true, &changed, nullptr).ok());
 }
 
 TEST_F(MemoryGpu, DigestsFromAnotherSnapshotAreUploaded) {

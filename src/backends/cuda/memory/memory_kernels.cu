@@ -255,6 +255,10 @@ __device__ __forceinline__ void chunk_kernel(const ChunkParams& p) {
         p.digests[chunk] = digest;
       } else if (digest != p.digests[chunk]) {
         atomicOr(p.changed_bits + (chunk >> 5), 1u << (chunk & 31));
+        if (p.zero_bits != nullptr) {
+          const uint64_t zero = len == chunk_bytes ? p.zero_digest_full : zero_digest(len);
+          if (p.digests[chunk] == zero) atomicOr(p.zero_bits + (chunk >> 5), 1u << (chunk & 31));
+        }
         if (p.update_digests) p.digests[chunk] = digest;
       }
     }

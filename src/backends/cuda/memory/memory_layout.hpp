@@ -44,6 +44,9 @@ struct ChunkParams {
   uint64_t* host_digests;  ///< snapshot: also written here (mapped pinned host memory); may be null
   uint32_t* changed_bits;  ///< find_changed: one bit per global chunk index, zeroed before
   uint32_t update_digests; ///< find_changed: also store the live digest where it differs
+  uint32_t* zero_bits;     ///< find_changed (may be null): a bit per changed chunk whose old
+                           ///< digest was that of all-zero bytes, zeroed before
+  uint64_t zero_digest_full;  ///< zero_digest(1 << chunk_shift), precomputed
   uint32_t chunk_shift;    ///< log2(chunk_bytes), >= 8
   uint32_t group_shift;    ///< log2(lanes per chunk): 4 for 256-byte chunks, else 5
   // Progress signals (snapshot): for each point i < signal_points, once every warp has finished
@@ -120,6 +123,13 @@ KR_MEM_HD uint64_t word_term(uint64_t word, uint64_t index) {
 
 KR_MEM_HD uint64_t finish_digest(uint64_t sum, uint64_t nbytes) {
   return fmix64(sum ^ fmix64(nbytes + 0x632be59bd9b4e019ull));
+}
+
+/// The digest of @p nbytes zero bytes (computed, not read: no memory needed).
+KR_MEM_HD uint64_t zero_digest(uint64_t nbytes) {
+  uint64_t sum = 0;
+  for (uint64_t i = 0; i * 8 < nbytes; ++i) sum += word_term(0, i);
+  return finish_digest(sum, nbytes);
 }
 
 /// Reference digest of one chunk on the host (what the kernels compute).

@@ -126,7 +126,12 @@ class MemoryOps {
   /// it with the baseline on the GPU and (with @p update) stores the new one where it differs;
   /// the changed chunks come back as a bitmap. ERROR when the regions are not the baseline's.
   Status changed_since_baseline(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
-                                bool update, std::vector<uint64_t>* changed);
+                                bool update, std::vector<uint64_t>* changed,
+                                std::vector<uint64_t>* was_zero);
+  /// device::Device::zero_chunks: cuMemsetD8Async over each run of adjacent listed chunks, on
+  /// kreplay's stream; returns once done.
+  Status zero_chunks(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                     std::span<const uint64_t> chunks);
 
   /// Copy the listed chunks (global indices, each inside a region; any order, duplicates allowed)
   /// storage -> live.
@@ -239,6 +244,8 @@ class MemoryOps {
   HostBuffer h_live_digests_;
   // digest_baseline's digests, and the layout (storage set to live) they cover.
   DeviceBuffer d_base_digests_;
+  DeviceBuffer d_zero_bits_;
+  HostBuffer h_zero_bits_;
   std::vector<device::CopyRegion> base_layout_;
   uint64_t base_chunk_bytes_ = 0;
   bool base_valid_ = false;

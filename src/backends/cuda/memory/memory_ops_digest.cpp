@@ -2,6 +2,7 @@
 // (device::Device::digest_live; the engine calls it after every pass under --check-divergence).
 // The digests go to buffers of their own: the snapshot's, on the GPU and in the pinned shadow,
 // stay as snapshot() left them for find_changed.
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cuda/internal_guard.hpp"
@@ -111,7 +112,8 @@ Status MemoryOps::digest_baseline(std::span<const device::CopyRegion> regions,
 
 Status MemoryOps::changed_since_baseline(std::span<const device::CopyRegion> regions,
                                          uint64_t chunk_bytes, bool update,
-                                         std::vector<uint64_t>* changed) {
+                                         std::vector<uint64_t>* changed,
+                                         std::vector<uint64_t>* was_zero) {
   RETURN_IF_ERROR(memops::check_chunk_bytes(chunk_bytes));
   if (changed == nullptr) {
     return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
@@ -135,6 +137,11 @@ Status MemoryOps::changed_since_baseline(std::span<const device::CopyRegion> reg
     RETURN_IF_ERROR(ensure_device(&d_bits_, words * sizeof(uint32_t)));
     RETURN_IF_ERROR(ensure_host(&h_bits_, words * sizeof(uint32_t)));
     KR_MEM_CU(memdrv::api().cuMemsetD32Async(d_bits_.ptr, 0, words, stream_));
+    if (was_zero != nullptr) {
+      RETURN_IF_ERROR(ensure_device(&d_zero_bits_, words * sizeof(uint32_t)));
+      RETURN_IF_ERROR(ensure_host(&h_zero_bits_, words * sizeof(uint32_t)));
+      KR_MEM_CU(memdrv::api().cuMemsetD32Async(d_zero_bits_.ptr, 0, words, stream_));
+    }
     memory_layout::ChunkParams p{};
     p.regions = reinterpret_cast<const memory_layout::RegionDesc*>(d_regions_.ptr);
     p.region_count = descs_.size();
@@ -143,6 +150,8 @@ Status MemoryOps::changed_since_baseline(std::span<const device::CopyRegion> reg
     p.digests = reinterpret_cast<uint64_t*>(d_base_digests_.ptr);
     p.changed_bits = reinterpret_cast<uint32_t*>(d_bits_.ptr);
     p.update_digests = update ? 1u : 0u;
+    p.zero_bits = was_zero != nullptr ? reinterpret_cast<uint32_t*>(d_zero_bits_.ptr) : nullptr;
+    p.zero_digest_full = memory_layout::zero_digest(chunk_bytes);
     p.chunk_shift = static_cast<uint32_t>(std::countr_zero(chunk_bytes));
     p.group_shift = chunk_bytes == 256 ? 4 : 5;
     const uint64_t per_warp = 32u >> p.group_shift;
@@ -153,11 +162,19 @@ Status MemoryOps::changed_since_baseline(std::span<const device::CopyRegion> reg
     RETURN_IF_ERROR(time_end_locked());
     KR_MEM_CU(memdrv::api().cuMemcpyDtoHAsync(h_bits_.ptr, d_bits_.ptr, words * sizeof(uint32_t),
                                               stream_));
+    if (was_zero != nullptr) {
+      KR_MEM_CU(memdrv::api().cuMemcpyDtoHAsync(h_zero_bits_.ptr, d_zero_bits_.ptr,
+                                                words * sizeof(uint32_t), stream_));
+    }
     RETURN_IF_ERROR(sync_locked());
     const auto* bits = static_cast<const uint32_t*>(h_bits_.ptr);
+    const auto* zbits = static_cast<const uint32_t*>(h_zero_bits_.ptr);
     for (uint64_t w = 0; w < words; ++w) {
       for (uint32_t x = bits[w]; x != 0; x &= x - 1)
         changed->push_back(w * 32 + static_cast<uint64_t>(std::countr_zero(x)));
+      if (was_zero == nullptr) continue;
+      for (uint32_t x = zbits[w]; x != 0; x &= x - 1)
+        was_zero->push_back(w * 32 + static_cast<uint64_t>(std::countr_zero(x)));
     }
     return Status::Ok();
   }();
@@ -166,6 +183,48 @@ Status MemoryOps::changed_since_baseline(std::span<const device::CopyRegion> reg
     regions_valid_ = false;
     base_valid_ = false;
   }
+  return s;
+}
+
+}  // namespace kreplay::cuda
+
+namespace kreplay::cuda {
+
+Status MemoryOps::zero_chunks(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
+                              std::span<const uint64_t> chunks) {
+  RETURN_IF_ERROR(memops::check_chunk_bytes(chunk_bytes));
+  if (chunks.empty()) return Status::Ok();
+  InternalScope internal;
+  std::lock_guard lock(mu_);
+  memops::CtxScope scope(ctx_);
+  RETURN_IF_ERROR(scope.status());
+  RETURN_IF_ERROR(ensure_loaded_locked());
+  // Runs of adjacent chunks of one region, each one memset.
+  std::vector<device::CopyRegion> sorted(regions.begin(), regions.end());
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.first_chunk < b.first_chunk; });
+  std::vector<uint64_t> list(chunks.begin(), chunks.end());
+  std::sort(list.begin(), list.end());
+  Status s = [&]() -> Status {
+    size_t ri = 0;
+    for (size_t i = 0; i < list.size();) {
+      while (ri + 1 < sorted.size() && sorted[ri + 1].first_chunk <= list[i]) ++ri;
+      const auto& r = sorted[ri];
+      const uint64_t n = device::chunk_count(r.size, chunk_bytes);
+      if (list[i] < r.first_chunk || list[i] >= r.first_chunk + n) {
+        return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                     fmt::format("chunk {} lies in no region", list[i]));
+      }
+      size_t j = i + 1;
+      while (j < list.size() && list[j] == list[j - 1] + 1 && list[j] < r.first_chunk + n) ++j;
+      const uint64_t off = (list[i] - r.first_chunk) * chunk_bytes;
+      const uint64_t end = std::min(r.size, (list[j - 1] - r.first_chunk + 1) * chunk_bytes);
+      KR_MEM_CU(memdrv::api().cuMemsetD8Async(r.live + off, 0, end - off, stream_));
+      i = j;
+    }
+    return sync_locked();
+  }();
+  if (!s.ok()) sync_locked().ok();
   return s;
 }
 
