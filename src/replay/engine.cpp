@@ -167,6 +167,8 @@ bool Engine::release_storage_for_application(uint64_t agent) {
   DeviceSlot* s = slot(agent);
   if (s == nullptr || in_window()) return false;
   std::unique_lock window(s->window_mu);
+  // An open range's entry state lives in the storage (allocations close ranges before this).
+  if (s->range_open.load(std::memory_order_acquire)) return false;
   std::lock_guard lock(s->pool_mu);
   if (s->pool.held_bytes(device::StorageTier::kDevice) == 0 &&
       s->pool.held_bytes(device::StorageTier::kPinnedHost) == 0)

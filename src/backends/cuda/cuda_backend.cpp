@@ -195,6 +195,11 @@ Status CudaDevice::flush_caches() {
   return o->flush_caches();
 }
 
+uint64_t CudaDevice::free_device_bytes() {
+  auto o = ops();
+  return o.ok() ? (*o)->free_device_bytes() : 0;
+}
+
 uint64_t CudaDevice::storage_available(device::StorageTier tier) {
   auto o = ops();
   return o.ok() ? (*o)->storage_available(tier) : 0;

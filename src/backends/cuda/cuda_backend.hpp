@@ -44,6 +44,8 @@ class CudaDevice final : public device::Device {
   /// --cache-control all: MemoryOps::flush_caches (a read of 2x the L2 size, completed on return).
   Status flush_caches() override;
   uint64_t storage_available(device::StorageTier tier) override;
+  /// Free device memory now (cuMemGetInfo; 0 on error).
+  uint64_t free_device_bytes();
   Result<device::Storage> allocate_storage(device::StorageTier tier, uint64_t bytes) override;
   void free_storage(const device::Storage& storage) override;
   Status snapshot(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,

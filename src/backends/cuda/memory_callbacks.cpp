@@ -31,6 +31,20 @@ void retire(CUcontext ctx, uint64_t address, const CUpti_CallbackData* cb) {
   *cb->correlationData = reinterpret_cast<uint64_t>(inflight);
 }
 
+// ENTER of an allocation of @p bytes of device memory: kreplay never takes the application's
+// memory. When the device is short of it and kreplay holds snapshot storage there, the storage
+// goes back first (later windows take what they need again).
+void make_room(CUcontext ctx, uint64_t bytes) {
+  CudaDevice* dev = device_of_context(ctx);
+  if (dev == nullptr || bytes == 0) return;
+  auto& engine = sdk::Runtime::get().engine();
+  kreplay_replay_storage_t held{};
+  if (!engine.replay_storage(dev->agent, &held) || held.device_bytes == 0) return;
+  constexpr uint64_t kSlack = 64ull << 20;  // allocation granularity, the driver's own needs
+  if (dev->free_device_bytes() >= bytes + kSlack) return;
+  engine.release_storage_for_application(dev->agent);
+}
+
 VmmTracker& vmm_tracker(CUdevice dev) {
   auto& s = state();
   auto& t = s.vmm_trackers[dev];
@@ -119,11 +133,13 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
       auto* p = static_cast<const cuMemAlloc_v2_params*>(cb->functionParams);
+      if (enter) make_room(cb->context, p->bytesize);
       if (ok) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_DEVICE);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
       auto* p = static_cast<const cuMemAllocPitch_v2_params*>(cb->functionParams);
+      if (enter) make_room(cb->context, p->WidthInBytes * p->Height);
       if (ok) track(cb->context, *p->dptr, *p->pPitch * p->Height, KREPLAY_MEMORY_KIND_DEVICE);
       break;
     }
@@ -135,6 +151,7 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
       auto* p = static_cast<const cuMemAllocAsync_params*>(cb->functionParams);
+      if (enter) make_room(cb->context, p->bytesize);
       // Under capture the call makes an allocation node: the graph's launches own that memory.
       if (ok && !capture_status(p->hStream)) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL);
       break;
@@ -142,6 +159,7 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
       auto* p = static_cast<const cuMemAllocFromPoolAsync_params*>(cb->functionParams);
+      if (enter) make_room(cb->context, p->bytesize);
       if (ok && !capture_status(p->hStream)) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL);
       break;
     }
@@ -215,6 +233,7 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     // ---- VMM ----
     case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
       auto* p = static_cast<const cuMemCreate_params*>(cb->functionParams);
+      if (enter) make_room(cb->context, p->size);
       if (!ok) break;
       CUdevice dev = p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? p->prop->location.id : 0;
       std::lock_guard lock(state().vmm_mu);

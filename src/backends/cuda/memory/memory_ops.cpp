@@ -392,6 +392,16 @@ uint64_t MemoryOps::storage_available(device::StorageTier tier) {
   return free > headroom_ ? free - headroom_ : 0;
 }
 
+uint64_t MemoryOps::free_device_bytes() {
+  InternalScope internal;
+  std::lock_guard lock(mu_);
+  CtxScope scope(ctx_);
+  if (!scope.status().ok()) return 0;
+  size_t free = 0, total = 0;
+  if (drv::api().cuMemGetInfo(&free, &total) != CUDA_SUCCESS) return 0;
+  return free;
+}
+
 Result<device::Storage> MemoryOps::allocate_storage(device::StorageTier tier, uint64_t bytes) {
   if (bytes == 0) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "storage of 0 bytes");
   InternalScope internal;

@@ -87,6 +87,9 @@ class MemoryOps {
   /// or, when unset, half of MemAvailable in /proc/meminfo. 0 on any error.
   uint64_t storage_available(device::StorageTier tier);
 
+  /// cuMemGetInfo's free bytes (0 on any error).
+  uint64_t free_device_bytes();
+
   /// kDevice: cuMemAlloc. kPinnedHost: cuMemHostAlloc(DEVICEMAP | PORTABLE); the address is the
   /// mapped device pointer, so the kernels copy to and from it directly. OUT_OF_RESOURCES when
   /// the memory is not there (or the pinned budget set by KREPLAY_PINNED_BUDGET would be
