@@ -15,7 +15,7 @@ from .sections import Catalog, default_section_folders, is_field_name
 
 __all__ = ["build_report", "read_launches"]
 
-LAUNCH_SQL = (
+_LAUNCH_SQL = (
     "WITH pass_time AS (SELECT app_pass, dispatch_id, AVG(end_ns - start_ns) AS avg_ns "
     "FROM passes GROUP BY app_pass, dispatch_id) "
     "SELECT d.app_pass, d.dispatch_id, d.agent_id, d.stream_id, d.kernel_id, "
@@ -25,11 +25,24 @@ LAUNCH_SQL = (
     "d.bytes_snapshotted, d.bytes_restored, d.snapshot_ns, d.restore_ns, d.start_ns, d.end_ns, "
     "COALESCE(t.avg_ns, CAST(d.end_ns - d.start_ns AS REAL)) AS duration_ns, "
     "COALESCE(NULLIF(k.demangled_name, ''), NULLIF(k.mangled_name, ''), "
-    "'kernel ' || d.kernel_id) AS kernel_name, COALESCE(k.mangled_name, '') AS mangled_name "
+    "'kernel ' || d.kernel_id) AS kernel_name, COALESCE(k.mangled_name, '') AS mangled_name, "
+    "%s "
     "FROM dispatches d "
     "LEFT JOIN kernels k ON k.app_pass = d.app_pass AND k.kernel_id = d.kernel_id "
     "LEFT JOIN pass_time t ON t.app_pass = d.app_pass AND t.dispatch_id = d.dispatch_id "
     "ORDER BY d.app_pass, d.dispatch_id")
+
+# bytes_changed and snapshot_mode (write-bounded snapshots), or 0 and '' from databases older than
+# them (the columns were added without a version change).
+_LAUNCH_SNAPSHOT = "d.bytes_changed AS bytes_changed, d.snapshot_mode AS snapshot_mode"
+_LAUNCH_SNAPSHOT_OLD = "0 AS bytes_changed, '' AS snapshot_mode"
+
+
+def launch_sql(con):
+    """The launch rows' query (report/database.cpp's) for the database open on `con`."""
+    has_mode = any(r[1] == "snapshot_mode" for r in con.execute("PRAGMA table_info(dispatches)"))
+    return _LAUNCH_SQL % (_LAUNCH_SNAPSHOT if has_mode else _LAUNCH_SNAPSHOT_OLD)
+
 
 # The results schema versions this package reads: later versions only add columns (2: graph ids
 # on dispatches, a counter status per pass) that the report does not need.
@@ -69,7 +82,7 @@ def _connect(path, report=False):
 def read_launches(con):
     """The launch rows (as model.cpp reads them), each with 'counters': the value of the lowest
     replay_pass per counter name (NULL values left out) and 'device'."""
-    launches = [dict(r) for r in con.execute(LAUNCH_SQL)]
+    launches = [dict(r) for r in con.execute(launch_sql(con))]
     index = {(l["app_pass"], l["dispatch_id"]): l for l in launches}
     for l in launches:
         l["counters"] = {}
@@ -113,6 +126,7 @@ def _fields(l):
         "launch.duration_ns": float(l["duration_ns"]),
         "launch.passes": float(l["passes_executed"]),
         "launch.bytes_snapshotted": float(l["bytes_snapshotted"]),
+        "launch.bytes_changed": float(l["bytes_changed"]),
         "launch.bytes_restored": float(l["bytes_restored"]),
         "launch.snapshot_ns": float(l["snapshot_ns"]),
         "launch.restore_ns": float(l["restore_ns"]),

@@ -58,7 +58,7 @@ class Results:
         return _pandas().read_sql_query(sql, self._con, params=params)
 
     def launches(self):
-        df = self.sql(_report.LAUNCH_SQL)
+        df = self.sql(_report.launch_sql(self._con))
         return df
 
     def passes(self):
@@ -93,7 +93,7 @@ class Results:
     def kernels(self):
         """The kernels table with each kernel's launches and total time."""
         return self.sql(
-            "WITH l AS (" + _report.LAUNCH_SQL + ") "
+            "WITH l AS (" + _report.launch_sql(self._con) + ") "
             "SELECT k.app_pass, k.kernel_id, k.agent_id, k.code_object_id, k.mangled_name, "
             "k.demangled_name, COUNT(l.dispatch_id) AS launches, SUM(l.duration_ns) AS total_ns "
             "FROM kernels k LEFT JOIN l ON l.app_pass = k.app_pass AND l.kernel_id = k.kernel_id "

@@ -75,8 +75,14 @@ CREATE TABLE run (
   rank               INTEGER DEFAULT NULL,  -- MPI/torchrun rank (RANK, OMPI_COMM_WORLD_RANK,
                                             -- PMI_RANK, SLURM_PROCID, ...); NULL: none known
   local_rank         INTEGER DEFAULT NULL,  -- rank within the node (LOCAL_RANK, ...)
-  devices_used       TEXT DEFAULT NULL      -- JSON array: device_index of every device that ran
+  devices_used       TEXT DEFAULT NULL,     -- JSON array: device_index of every device that ran
                                             -- a launch (set at the end of the run)
+  -- Write-bounded snapshots: added without a version change (older databases lack them). The
+  -- snapshot storage kreplay held (kreplay_query_replay_storage at the end of the run, each
+  -- device's peak, summed over the devices); NULL until the run finishes.
+  snapshot_device_peak_bytes INTEGER DEFAULT NULL,  -- the most device memory held at once
+  snapshot_host_peak_bytes   INTEGER DEFAULT NULL,  -- the most pinned host memory held at once
+  snapshot_storage_releases  INTEGER DEFAULT NULL   -- times it was given back to the application
 );
 
 CREATE TABLE devices (
@@ -141,6 +147,11 @@ CREATE TABLE dispatches (
   graph_node           INTEGER NOT NULL DEFAULT 0,  -- a kernel node's place in its graph's order
   divergence_checked   INTEGER NOT NULL DEFAULT 0,  -- 1: --check-divergence compared its passes
   diverged_passes      INTEGER NOT NULL DEFAULT 0,  -- passes whose memory differed from pass 0's
+  -- Write-bounded snapshots: added without a version change (older databases lack them). A
+  -- range's are on its first kept launch, as its bytes_snapshotted is.
+  bytes_changed        INTEGER NOT NULL DEFAULT 0,  -- bytes of the chunks its own pass changed
+                                                    -- (the digests' count; 0: not measured)
+  snapshot_mode        TEXT NOT NULL DEFAULT '',    -- full | write_set | '' (nothing saved)
   seq INTEGER,  -- arrival order (see the top)
   PRIMARY KEY (app_pass, dispatch_id)
 );

@@ -179,6 +179,7 @@ Status CsvWriter::write_rows(const DispatchRecord& d, const PendingDispatch& p) 
   } else {
     row.empty();
   }
+  row.num(d.bytes_changed).text(d.snapshot_mode);
   for (const auto& counter : counters_) {
     auto it = first.find(counter);
     if (it != first.end()) {

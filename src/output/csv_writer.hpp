@@ -63,7 +63,7 @@ class CsvWriter final : public Writer {
                                                                "End_Timestamp",
                                                                "Replay_Pass",
                                                                "App_Pass"};
-  static constexpr std::array<const char*, 37> kWideColumns = {
+  static constexpr std::array<const char*, 39> kWideColumns = {
       "Correlation_Id",
       "Dispatch_Id",
       "Agent_Id",
@@ -100,7 +100,9 @@ class CsvWriter final : public Writer {
       "Graph_Node",           // a kernel node's place in its graph's order
       "Counter_Passes_Lost",  // passes whose counters CUPTI could not deliver
       "Pass_Spread_Pct",      // 100 * (max - min) / min of its pass durations; "" with < 2
-      "Diverged_Passes"};     // --check-divergence: passes whose memory differed; "" unchecked
+      "Diverged_Passes",      // --check-divergence: passes whose memory differed; "" unchecked
+      "Bytes_Changed",        // bytes of the chunks its own pass changed (0: not measured)
+      "Snapshot_Mode"};       // full | write_set | "" (nothing saved)
   static constexpr std::array<const char*, 28> kTraceColumns = {"Kind",
                                                                 "Agent_Id",
                                                                 "Stream_Id",

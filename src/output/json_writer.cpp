@@ -114,6 +114,7 @@ Status JsonWriter::dispatch(const DispatchRecord& r) {
   o.field("graph_id", r.graph_id).field("graph_node", r.graph_node);
   o.raw("divergence_checked", r.divergence_checked ? "true" : "false");
   o.field("diverged_passes", r.diverged_passes);
+  o.field("bytes_changed", r.bytes_changed).field("snapshot_mode", r.snapshot_mode);
   return add(kDispatches, o.done());
 }
 
@@ -187,7 +188,10 @@ Status JsonWriter::finish(const RunSummary& s) {
                    {"declined", s.declined}, {"not_selected", s.not_selected},
                    {"passes", s.passes},     {"declined_by_reason", reasons},
                    {"counter_passes_lost", s.counter_passes_lost},
-                   {"devices_used", s.devices_used}};
+                   {"devices_used", s.devices_used},
+                   {"snapshot_device_peak_bytes", s.snapshot_device_peak_bytes},
+                   {"snapshot_host_peak_bytes", s.snapshot_host_peak_bytes},
+                   {"snapshot_storage_releases", s.snapshot_storage_releases}};
   RETURN_IF_ERROR(out_->write(fmt::format(",\n\"summary\": {}\n}}\n", dump(summary))));
   RETURN_IF_ERROR(out_->close());
   for (auto& part : parts_) {

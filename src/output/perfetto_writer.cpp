@@ -179,6 +179,10 @@ Status PerfettoWriter::write_passes(const DispatchRecord& d, const PendingDispat
     if (d.app_pass != 0) args.field("app_pass", d.app_pass);
     if (d.graph_id != 0) args.field("graph_id", d.graph_id).field("graph_node", d.graph_node);
     if (d.divergence_checked) args.field("diverged_passes", d.diverged_passes);
+    if (d.bytes_snapshotted != 0 || !d.snapshot_mode.empty()) {  // the window saved memory
+      args.field("bytes_snapshotted", d.bytes_snapshotted).field("bytes_changed", d.bytes_changed);
+      args.field("snapshot_mode", d.snapshot_mode);
+    }
     if (!pass.counter_status.empty()) args.field("counter_status", pass.counter_status);
     JsonObject counters;
     for (const auto& c : p.counters) {

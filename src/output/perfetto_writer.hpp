@@ -4,7 +4,8 @@
 // Layout: a process per device ("GPU <index>: <name>"), a thread track per stream of it
 // ("Stream <id>"), named with "ph":"M" metadata. On a stream's track: one "X" slice per executed
 // pass, named by the kernel (args: dispatch_id, replay_pass, correlation_id, outcome, reason,
-// grid/block/cluster [x,y,z], and "counters" collected on that pass), and "snapshot"/"restore"
+// grid/block/cluster [x,y,z], when the window saved memory bytes_snapshotted, bytes_changed and
+// snapshot_mode, and "counters" collected on that pass), and "snapshot"/"restore"
 // slices of the replay window (cat "replay"). A per-device counter track "Tracked memory (bytes)"
 // follows allocations and frees. PM samples (per-pass services) are counter tracks "PM <metric>"
 // of their device, one series per kernel (named by the kernel), a point at the end of each

@@ -87,6 +87,13 @@ struct DispatchRecord {
   uint64_t graph_node = 0;    // a kernel node run node by node: its place in the graph's order
   bool divergence_checked = false;  // --check-divergence compared every pass's memory
   uint64_t diverged_passes = 0;     // passes whose memory differed from the first pass's
+  /// Bytes of the chunks the application's own pass changed, as the snapshot's digests found
+  /// them (0 when nothing was measured); next to bytes_snapshotted it says how close the save
+  /// came to the writes. A range's is booked on its first kept launch, as bytes_snapshotted is.
+  uint64_t bytes_changed = 0;
+  /// How the window saved memory: "full" (every tracked region of the scope), "write_set" (the
+  /// chunks the launch was predicted to write) or "" (nothing was saved).
+  std::string snapshot_mode;
 };
 
 struct PassRecord {
@@ -164,6 +171,13 @@ struct RunSummary {
   std::map<std::string, uint64_t> declined_by_reason;
   uint64_t counter_passes_lost = 0;  // passes whose counters could not be read
   std::vector<uint32_t> devices_used;  // device_index of every device that ran a launch, sorted
+  /// Snapshot storage kreplay held, summed over the devices' peaks (kreplay_query_replay_storage):
+  /// the most device and pinned host memory held at once, and how often it was given back to the
+  /// application. All 0 when nothing was saved, when the SDK cannot say, or when the run ended on
+  /// a signal (the tool does not ask then).
+  uint64_t snapshot_device_peak_bytes = 0;
+  uint64_t snapshot_host_peak_bytes = 0;
+  uint64_t snapshot_storage_releases = 0;
 };
 
 }  // namespace kreplay::output

@@ -133,7 +133,9 @@ struct SqliteWriter::Impl {
                      db.prepare("UPDATE run SET end_ns = ?2, exit_code = ?3, launches = ?4, "
                                 "replayed = ?5, declined = ?6, not_selected = ?7, passes = ?8, "
                                 "declined_by_reason = ?9, counter_passes_lost = ?10, "
-                                "devices_used = ?11 WHERE app_pass = ?1"));
+                                "devices_used = ?11, snapshot_device_peak_bytes = ?12, "
+                                "snapshot_host_peak_bytes = ?13, snapshot_storage_releases = ?14 "
+                                "WHERE app_pass = ?1"));
     ASSIGN_OR_RETURN(device_insert,
                      db.prepare("INSERT OR REPLACE INTO devices (app_pass, agent_id, type, "
                                 "device_index, name, chip, uuid, memory_bytes, "
@@ -151,9 +153,10 @@ struct SqliteWriter::Impl {
                    "static_shared_bytes, registers, outcome, reason, passes_requested, "
                    "passes_executed, bytes_snapshotted, bytes_restored, snapshot_ns, restore_ns, "
                    "start_ns, end_ns, graph_id, graph_node, divergence_checked, "
-                   "diverged_passes, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                   "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, "
-                   "?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34)"));
+                   "diverged_passes, bytes_changed, snapshot_mode, seq) VALUES (?1, ?2, ?3, ?4, "
+                   "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+                   "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, "
+                   "?36)"));
     ASSIGN_OR_RETURN(pass_insert,
                      db.prepare("INSERT INTO passes (app_pass, dispatch_id, replay_pass, "
                                 "agent_id, stream_id, start_ns, end_ns, counter_status, seq) "
@@ -278,14 +281,14 @@ static Status name_record(const Status& status, std::string_view what) {
 
 Status SqliteWriter::dispatch(const DispatchRecord& r) {
   Impl& m = *impl_;
-  Status status =
-      m.insert(m.dispatch_insert, "dispatch", r.app_pass, r.dispatch_id, r.agent_id, r.stream_id,
-               r.kernel_id, r.correlation_id, r.thread_id, r.grid.x, r.grid.y, r.grid.z, r.block.x,
-               r.block.y, r.block.z, r.cluster.x, r.cluster.y, r.cluster.z, r.dynamic_shared_bytes,
-               r.static_shared_bytes, r.registers, r.outcome, r.reason, r.passes_requested,
-               r.passes_executed, r.bytes_snapshotted, r.bytes_restored, r.snapshot_ns,
-               r.restore_ns, r.start_ns, r.end_ns, r.graph_id, r.graph_node,
-               r.divergence_checked ? 1 : 0, r.diverged_passes, ++m.seq);
+  Status status = m.insert(
+      m.dispatch_insert, "dispatch", r.app_pass, r.dispatch_id, r.agent_id, r.stream_id,
+      r.kernel_id, r.correlation_id, r.thread_id, r.grid.x, r.grid.y, r.grid.z, r.block.x,
+      r.block.y, r.block.z, r.cluster.x, r.cluster.y, r.cluster.z, r.dynamic_shared_bytes,
+      r.static_shared_bytes, r.registers, r.outcome, r.reason, r.passes_requested,
+      r.passes_executed, r.bytes_snapshotted, r.bytes_restored, r.snapshot_ns, r.restore_ns,
+      r.start_ns, r.end_ns, r.graph_id, r.graph_node, r.divergence_checked ? 1 : 0,
+      r.diverged_passes, r.bytes_changed, r.snapshot_mode, ++m.seq);
   if (!status.ok()) return name_record(status, fmt::format("dispatch {}", r.dispatch_id));
   return status;
 }
@@ -366,7 +369,8 @@ Status SqliteWriter::finish(const RunSummary& s) {
   RETURN_IF_ERROR(m.db.run(m.run_update, "run summary", m.app_pass, s.end_ns, s.exit_code,
                            s.launches, s.replayed, s.declined, s.not_selected, s.passes,
                            dump_json(reasons), s.counter_passes_lost,
-                           dump_json(ojson(s.devices_used))));
+                           dump_json(ojson(s.devices_used)), s.snapshot_device_peak_bytes,
+                           s.snapshot_host_peak_bytes, s.snapshot_storage_releases));
   RETURN_IF_ERROR(m.refresh_views());
   m.finished = true;
   return m.close_cleanly();

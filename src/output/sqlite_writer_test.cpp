@@ -212,6 +212,57 @@ TEST(SqliteWriterTest, MergeKeepsEveryAppPass) {
             (std::vector<std::string>{nlohmann::json({p1, p2}).dump()}));
 }
 
+// The write-bounded snapshot columns (dispatches.bytes_changed and snapshot_mode, the run's
+// snapshot storage) came without a version change: a database written before them merges with
+// one that has them, its rows read the columns' defaults.
+TEST(SqliteWriterTest, MergeTakesDatabasesWrittenBeforeTheSnapshotColumns) {
+  TempDir dir;
+  const std::string p1 = dir / "pass_1/h/1_results.db";
+  const std::string p2 = dir / "pass_2/h/1_results.db";
+  {
+    auto w = sqlite_writer(p1);
+    ASSERT_TRUE(w);
+    ASSERT_TRUE(play_repeated(*w, 1, {"A"}).ok());
+  }
+  {
+    auto w = sqlite_writer(p2);
+    ASSERT_TRUE(w);
+    ASSERT_TRUE(play_repeated(*w, 2, {"C"}).ok());
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(p1.c_str(), &db), SQLITE_OK);
+    for (const char* sql :
+         {"ALTER TABLE dispatches DROP COLUMN bytes_changed",
+          "ALTER TABLE dispatches DROP COLUMN snapshot_mode",
+          // (SQLite cannot drop the run table's last column, which a comment follows.)
+          "ALTER TABLE run RENAME TO run_new",
+          "CREATE TABLE run AS SELECT app_pass, app_pass_count, kreplay_version, command, "
+          "hostname, pid, replay_mode, counter_names, environment, options, start_ns, "
+          "start_unix_ns, end_ns, exit_code, launches, replayed, declined, not_selected, passes, "
+          "declined_by_reason, counter_passes_lost, rank, local_rank, devices_used FROM run_new",
+          "DROP TABLE run_new", "UPDATE dispatches SET bytes_snapshotted = 4096"}) {
+      char* error = nullptr;
+      EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, &error), SQLITE_OK) << sql << ": " << error;
+      sqlite3_free(error);
+    }
+    sqlite3_close(db);
+  }
+  const std::string merged = dir / "h/1_results.db";
+  Status s = merge_sqlite({p1, p2}, merged);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(
+      query(merged,
+            "SELECT app_pass, dispatch_id, bytes_snapshotted, bytes_changed, "
+            "quote(snapshot_mode) FROM dispatches ORDER BY app_pass, dispatch_id"),
+      (std::vector<std::string>{"1|1|4096|0|''", "1|2|4096|0|''", "2|1|0|0|''", "2|2|0|0|''"}));
+  // fixture_summary's storage for the run that has the columns, NULL for the other.
+  EXPECT_EQ(query(merged,
+                  "SELECT app_pass, snapshot_device_peak_bytes, snapshot_host_peak_bytes, "
+                  "snapshot_storage_releases FROM run ORDER BY app_pass"),
+            (std::vector<std::string>{"1|NULL|NULL|NULL", "2|8388864|1048576|1"}));
+}
+
 TEST(SqliteWriterTest, MergeRefusesTheSameAppPassTwice) {
   TempDir dir;
   const std::string p1 = dir / "a_results.db";

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/util.hpp"
 #include "output/text.hpp"
 
 namespace kreplay::output {
@@ -12,6 +13,33 @@ namespace kreplay::output {
 namespace {
 constexpr const char* kTag = "==KREPLAY== ";
 }  // namespace
+
+void SnapshotTally::add(uint64_t snapshotted, uint64_t changed, std::string_view mode) {
+  bytes_saved += snapshotted;
+  bytes_changed += changed;
+  if (mode == "full") ++full;
+  if (mode == "write_set") ++write_set;
+}
+
+std::string SnapshotTally::line(const RunSummary& s) const {
+  if (bytes_saved == 0) return {};
+  std::string out = fmt::format("{} saved for {} changed", format_bytes(bytes_saved),
+                                format_bytes(bytes_changed));
+  if (full + write_set > 0) out += fmt::format(" ({} write-set, {} full)", write_set, full);
+  std::string storage;
+  if (s.snapshot_device_peak_bytes + s.snapshot_host_peak_bytes > 0) {
+    storage =
+        fmt::format("peak storage {} device, {} host", format_bytes(s.snapshot_device_peak_bytes),
+                    format_bytes(s.snapshot_host_peak_bytes));
+  }
+  if (s.snapshot_storage_releases > 0) {
+    storage += fmt::format("{}given back to the application {} time{}",
+                           storage.empty() ? "storage " : ", ", s.snapshot_storage_releases,
+                           s.snapshot_storage_releases == 1 ? "" : "s");
+  }
+  if (!storage.empty()) out += "; " + storage;
+  return out;
+}
 
 Status SummaryWriter::begin(const RunInfo& run) {
   for (const auto& name : run.counter_names) {
@@ -64,6 +92,7 @@ void SummaryWriter::account(const DispatchRecord& d, const PendingDispatch& p) {
     k.max_spread_pct = std::max(k.max_spread_pct, spread);
   }
   k.diverged += d.diverged_passes > 0 ? 1 : 0;
+  snapshots_.add(d.bytes_snapshotted, d.bytes_changed, d.snapshot_mode);
   // A count collected on several passes (a counter in several groups) must be equal on each.
   // (Values that differ were collected on two passes or more.)
   std::map<std::string, std::pair<double, double>> range;  // name -> (min, max)
@@ -217,6 +246,8 @@ std::string SummaryWriter::render(const RunSummary& s) const {
   std::string lost = s.counter_passes_lost == 0
                          ? ""
                          : fmt::format(", {} counter passes lost", s.counter_passes_lost);
+  if (std::string line = snapshots_.line(s); !line.empty())
+    out += fmt::format("{}Snapshots: {}\n", kTag, line);
   out += fmt::format(
       "{}Totals: {} launches, {} replayed, {} declined{}, {} not selected, {} passes{}, exit code "
       "{}\n",

@@ -7,7 +7,9 @@
 // launch), and the demangled name (cut at kNameWidth characters with "..."). Then, when there are
 // any, one line each for launches whose passes differ by more than kPassSpreadFlagPct, counts
 // (is_count_counter) that differ between the passes of one launch, and launches whose passes
-// left different memory (--check-divergence); then a totals line from RunSummary.
+// left different memory (--check-divergence); then, when any window saved memory, the snapshots
+// line (SnapshotTally: bytes saved and found changed, windows per snapshot mode, and the peak
+// storage from RunSummary); then a totals line from RunSummary.
 //
 // A launch's time is the mean duration of its passes (end - start when it has no pass records);
 // a launch's counter value is the value of the lowest replay_pass that collected it, as in the
@@ -23,6 +25,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "output/pending.hpp"
@@ -30,6 +33,23 @@
 #include "output/writer.hpp"
 
 namespace kreplay::output {
+
+/// What the replay windows of a run saved: the totals of the snapshots line, which the summary
+/// writer (from dispatch records) and the profiler tool's exit tally (from outcomes, a range
+/// counted once) print alike.
+struct SnapshotTally {
+  uint64_t bytes_saved = 0;    ///< sum of bytes_snapshotted
+  uint64_t bytes_changed = 0;  ///< sum of bytes_changed
+  uint64_t full = 0;           ///< windows whose snapshot_mode was "full"
+  uint64_t write_set = 0;      ///< ... "write_set"
+
+  /// One window (a dispatch record's, or a range's booked on its first launch).
+  void add(uint64_t snapshotted, uint64_t changed, std::string_view mode);
+  /// "1.2 GiB saved for 600.0 MiB changed (412 write-set, 3 full)", then, when @p s has any,
+  /// "; peak storage 256.0 MiB device, 0 B host" and ", given back to the application 2 times"; ""
+  /// when nothing was saved. The window counts are left out when no window named its mode.
+  std::string line(const RunSummary& s) const;
+};
 
 class SummaryWriter final : public Writer {
  public:
@@ -93,6 +113,7 @@ class SummaryWriter final : public Writer {
   PendingDispatches pending_;
   std::map<uint64_t, std::map<std::pair<std::string, uint64_t>, Instruction>> instructions_;
   std::string sass_metric_;  // the SASS metric ranked
+  SnapshotTally snapshots_;
 };
 
 }  // namespace kreplay::output

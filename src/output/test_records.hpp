@@ -7,7 +7,8 @@
 //   dispatch 2  template agent 1 stream 13  declined (snapshot_too_large), runs once, 1 counter
 //   dispatch 3  vecAdd   agent 1 stream 13  not_requested, one pass, no counters
 //   dispatch 4  init     agent 2 stream 21  replayed, 2 passes; pass 1 collects a counter that is
-//               not in RunInfo::counter_names (l1tex__t_bytes.sum)
+//               not in RunInfo::counter_names (l1tex__t_bytes.sum); a write-set snapshot (dispatch
+//               1's is full)
 // plus allocations and frees on both devices. No wall-clock time anywhere: output is
 // deterministic.
 #pragma once
@@ -55,6 +56,9 @@ inline RunSummary fixture_summary() {
   s.declined_by_reason = {{"snapshot_too_large", 1}};
   s.counter_passes_lost = 1;
   s.devices_used = {0, 1};
+  s.snapshot_device_peak_bytes = 8388864;  // dispatch 1's full snapshot
+  s.snapshot_host_peak_bytes = 1048576;    // dispatch 4's, in pinned host memory
+  s.snapshot_storage_releases = 1;
   return s;
 }
 
@@ -181,6 +185,8 @@ inline Status play_fixture(Writer& w, bool finish = true) {
   d1.end_ns = 1000021400;
   d1.divergence_checked = true;  // --check-divergence: pass 2 left other memory than pass 0
   d1.diverged_passes = 1;
+  d1.bytes_changed = 4194304;  // its own pass changed one of the two buffers
+  d1.snapshot_mode = "full";
   keep(w.dispatch(d1));
 
   // Dispatch 2: the template kernel, declined: runs once.
@@ -242,6 +248,8 @@ inline Status play_fixture(Writer& w, bool finish = true) {
   d4.start_ns = 1000201000;
   d4.end_ns = 1000203300;
   d4.divergence_checked = true;
+  d4.bytes_changed = 1048576;  // a write-bounded snapshot: it saved what it wrote
+  d4.snapshot_mode = "write_set";
   keep(w.dispatch(d4));
 
   keep(alloc(1, "free", "device", 0x7f0000400000ull, 4194304, 1000300000));

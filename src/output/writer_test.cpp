@@ -200,5 +200,65 @@ TEST(WriterTest, SummaryNamesCountsThatDifferBetweenPassesAndDivergedLaunches) {
   EXPECT_NE(out.find("  0.0%  "), std::string::npos) << out;  // the Spread column
 }
 
+// The snapshots line (summary and exit tally alike): totals of bytes saved and found changed,
+// windows per mode, and the run's peak storage; nothing when nothing was saved.
+TEST(WriterTest, SnapshotTallyLineTotalsWindowsAndStorage) {
+  RunSummary none;
+  SnapshotTally t;
+  EXPECT_EQ(t.line(none), "");
+  t.add(0, 0, "");  // a declined window saved nothing
+  EXPECT_EQ(t.line(none), "");
+  t.add(1073741824, 536870912, "write_set");
+  t.add(209715200, 100663296, "full");
+  t.add(1024, 0, "write_set");
+  EXPECT_EQ(t.bytes_saved, 1283458048u);
+  EXPECT_EQ(t.bytes_changed, 637534208u);
+  EXPECT_EQ(t.line(none), "1.2 GiB saved for 608.0 MiB changed (2 write-set, 1 full)");
+  RunSummary s;
+  s.snapshot_device_peak_bytes = 268435456;
+  EXPECT_EQ(t.line(s),
+            "1.2 GiB saved for 608.0 MiB changed (2 write-set, 1 full); peak storage 256.0 MiB "
+            "device, 0 B host");
+  s.snapshot_storage_releases = 2;
+  EXPECT_NE(t.line(s).find("0 B host, given back to the application 2 times"), std::string::npos)
+      << t.line(s);
+  s.snapshot_device_peak_bytes = 0;
+  EXPECT_NE(t.line(s).find("; storage given back to the application 2 times"), std::string::npos)
+      << t.line(s);
+  // Records of an SDK that did not name the mode: bytes only.
+  SnapshotTally old;
+  old.add(4096, 0, "");
+  EXPECT_EQ(old.line(none), "4.0 KiB saved for 0 B changed");
+}
+
+// The summary prints the snapshots line from the dispatch records (before the totals), and none
+// for a run that saved nothing.
+TEST(WriterTest, SummarySnapshotsLineComesFromTheDispatchRecords) {
+  auto render = [](bool saved) {
+    SummaryWriter w(nullptr);
+    EXPECT_TRUE(w.begin(testing::fixture_run()).ok());
+    DispatchRecord d;
+    d.dispatch_id = 1;
+    d.kernel_id = 1;
+    d.passes_executed = 2;
+    if (saved) {
+      d.bytes_snapshotted = 2097152;
+      d.bytes_changed = 65536;
+      d.snapshot_mode = "write_set";
+    }
+    EXPECT_TRUE(w.dispatch(d).ok());
+    RunSummary s;
+    s.snapshot_device_peak_bytes = saved ? 2097152 : 0;
+    return w.render(s);
+  };
+  const std::string with = render(true);
+  const size_t line = with.find(
+      "==KREPLAY== Snapshots: 2.0 MiB saved for 64.0 KiB changed "
+      "(1 write-set, 0 full); peak storage 2.0 MiB device, 0 B host\n");
+  EXPECT_NE(line, std::string::npos) << with;
+  EXPECT_LT(line, with.find("==KREPLAY== Totals:")) << with;
+  EXPECT_EQ(render(false).find("Snapshots:"), std::string::npos) << render(false);
+}
+
 }  // namespace
 }  // namespace kreplay::output

@@ -173,7 +173,7 @@ std::vector<TableSpec> table_specs(uint32_t app_pass) {
                "dynamic_shared_bytes, static_shared_bytes, registers, outcome, reason, "
                "passes_requested, passes_executed, bytes_snapshotted, bytes_restored, "
                "snapshot_ns, restore_ns, start_ns, end_ns, graph_id=0, graph_node=0, "
-               "divergence_checked=0, diverged_passes=0",
+               "divergence_checked=0, diverged_passes=0, bytes_changed=0, snapshot_mode=''",
                "rowid * 1000000 + 999999", [app_pass](const SqlStmt& s, output::Writer& w) {
                  output::DispatchRecord d;
                  d.dispatch_id = s.u64(1);
@@ -202,6 +202,8 @@ std::vector<TableSpec> table_specs(uint32_t app_pass) {
                  d.graph_node = s.u64(30);
                  d.divergence_checked = s.u64(31) != 0;
                  d.diverged_passes = s.u64(32);
+                 d.bytes_changed = s.u64(33);
+                 d.snapshot_mode = s.text(34);
                  d.app_pass = app_pass;
                  return w.dispatch(d);
                }});
@@ -326,6 +328,19 @@ Status convert_run(const SqlDb& db, uint32_t app_pass, bool has_seq,
           if (v.is_number_unsigned()) summary.devices_used.push_back(v.get<uint32_t>());
         }
       }
+    }
+  }
+  if (db.has_column("run", "snapshot_storage_releases")) {  // write-bounded snapshots
+    ASSIGN_OR_RETURN(SqlStmt s, db.prepare(fmt::format(
+                                    "SELECT COALESCE(snapshot_device_peak_bytes, 0), "
+                                    "COALESCE(snapshot_host_peak_bytes, 0), "
+                                    "COALESCE(snapshot_storage_releases, 0) FROM run WHERE "
+                                    "app_pass = {}",
+                                    app_pass)));
+    if (s.step()) {
+      summary.snapshot_device_peak_bytes = s.u64(0);
+      summary.snapshot_host_peak_bytes = s.u64(1);
+      summary.snapshot_storage_releases = s.u64(2);
     }
   }
   // The run's CSV had a _pass_services.csv when it configured a per-pass service (recorded in its

@@ -12,7 +12,10 @@
 namespace kreplay::report {
 namespace {
 
-// The launch rows with the view's duration and kernel name (schema.sql, dispatch_counters).
+// The launch rows with the view's duration and kernel name (schema.sql, dispatch_counters), then
+// bytes_changed and snapshot_mode (0 and '' from databases older than them: kLaunchSnapshotOld).
+constexpr const char* kLaunchSnapshot = "d.bytes_changed, d.snapshot_mode";
+constexpr const char* kLaunchSnapshotOld = "0, ''";
 constexpr const char* kLaunchSql =
     "WITH pass_time AS (SELECT app_pass, dispatch_id, AVG(end_ns - start_ns) AS avg_ns "
     "FROM passes GROUP BY app_pass, dispatch_id) "
@@ -23,7 +26,7 @@ constexpr const char* kLaunchSql =
     "d.bytes_snapshotted, d.bytes_restored, d.snapshot_ns, d.restore_ns, d.start_ns, d.end_ns, "
     "COALESCE(t.avg_ns, CAST(d.end_ns - d.start_ns AS REAL)), "
     "COALESCE(NULLIF(k.demangled_name, ''), NULLIF(k.mangled_name, ''), "
-    "'kernel ' || d.kernel_id), COALESCE(k.mangled_name, '') "
+    "'kernel ' || d.kernel_id), COALESCE(k.mangled_name, ''), {} "
     "FROM dispatches d "
     "LEFT JOIN kernels k ON k.app_pass = d.app_pass AND k.kernel_id = d.kernel_id "
     "LEFT JOIN pass_time t ON t.app_pass = d.app_pass AND t.dispatch_id = d.dispatch_id "
@@ -150,7 +153,10 @@ Result<Database> Database::open(const std::string& path) {
   }
   std::map<std::pair<uint32_t, uint64_t>, size_t> index;
   {
-    ASSIGN_OR_RETURN(SqlStmt s, db.prepare(kLaunchSql));
+    const bool has_snapshot_mode = db.has_column("dispatches", "snapshot_mode");
+    ASSIGN_OR_RETURN(SqlStmt s, db.prepare(fmt::format(
+                                    kLaunchSql, has_snapshot_mode ? kLaunchSnapshot
+                                                                  : kLaunchSnapshotOld)));
     while (s.step()) {
       DbLaunch l;
       l.app_pass = s.u32(0);
@@ -179,6 +185,8 @@ Result<Database> Database::open(const std::string& path) {
       l.duration_ns = s.real(27);
       l.kernel_name = s.text(28);
       l.mangled_name = s.text(29);
+      l.bytes_changed = s.u64(30);
+      l.snapshot_mode = s.text(31);
       index[{l.app_pass, l.dispatch_id}] = out.launches.size();
       out.launches.push_back(std::move(l));
     }

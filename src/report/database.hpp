@@ -59,6 +59,10 @@ struct DbLaunch {
   /// (index into Database::counter_names, value) for each counter with a value; NaN (NULL) values
   /// are left out.
   std::vector<std::pair<uint32_t, double>> counters;
+  /// Write-bounded snapshots (0 and "" in databases older than them): bytes of the chunks its own
+  /// pass changed, and "full", "write_set" or "" (nothing saved).
+  uint64_t bytes_changed = 0;
+  std::string snapshot_mode;
 };
 
 struct DbPass {

@@ -44,6 +44,7 @@ std::map<std::string, double> launch_fields(const Database& db, const DbLaunch& 
   f["launch.duration_ns"] = l.duration_ns;
   f["launch.passes"] = d(l.passes_executed);
   f["launch.bytes_snapshotted"] = d(l.bytes_snapshotted);
+  f["launch.bytes_changed"] = d(l.bytes_changed);
   f["launch.bytes_restored"] = d(l.bytes_restored);
   f["launch.snapshot_ns"] = d(l.snapshot_ns);
   f["launch.restore_ns"] = d(l.restore_ns);

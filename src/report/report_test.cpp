@@ -4,6 +4,7 @@
 // derived values, rules, baselines, per launch, and the database checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "report/database.hpp"
 #include "report/model.hpp"
 #include "report/render.hpp"
+#include "report/sections.hpp"
 
 namespace kreplay::report {
 namespace {
@@ -229,6 +231,53 @@ TEST_F(Model, RenderedFormats) {
   ASSERT_TRUE(html.ok());
   EXPECT_NE(html->find("data-chart=\"timeline\""), std::string::npos);
   EXPECT_EQ(html->find("hotspots"), std::string::npos);
+}
+
+// Write-bounded snapshots: each launch's bytes_changed and snapshot_mode, and the field
+// launch.bytes_changed next to launch.bytes_snapshotted; a database written before the columns
+// reads 0 and "".
+TEST_F(Model, LaunchesCarryBytesChangedAndTheSnapshotMode) {
+  ASSERT_EQ(db_.launches.size(), 4u);
+  EXPECT_EQ(db_.launches[0].bytes_changed, 4194304u);
+  EXPECT_EQ(db_.launches[0].snapshot_mode, "full");
+  EXPECT_EQ(db_.launches[1].bytes_changed, 0u);
+  EXPECT_EQ(db_.launches[1].snapshot_mode, "");
+  EXPECT_EQ(db_.launches[3].bytes_changed, 1048576u);
+  EXPECT_EQ(db_.launches[3].snapshot_mode, "write_set");
+  const auto& fields = field_names();
+  const auto at = [&](const char* name) {
+    return std::find(fields.begin(), fields.end(), name) - fields.begin();
+  };
+  ASSERT_LT(at("launch.bytes_changed"), static_cast<std::ptrdiff_t>(fields.size()));
+  EXPECT_EQ(at("launch.bytes_changed"), at("launch.bytes_snapshotted") + 1);
+  std::filesystem::create_directories(dir_ / "snap");
+  std::ofstream(dir_ / "snap/Snapshot.yaml")
+      << "name: Snapshot\ntitle: Snapshot\nmetrics:\n"
+         "  - {name: launch.bytes_snapshotted, as: saved, label: Saved, unit: byte}\n"
+         "  - {name: launch.bytes_changed, as: changed, label: Changed, unit: byte}\n";
+  auto catalog = Catalog::load({dir_ / "snap"});
+  ASSERT_TRUE(catalog.ok()) << catalog.status().message();
+  ReportOptions o;
+  o.launch = 1;
+  auto r = build_report(db_, nullptr, *catalog, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->subjects.size(), 1u);
+  EXPECT_EQ(*r->subjects[0].sections.at(0).get("saved"), 8388864);
+  EXPECT_EQ(*r->subjects[0].sections.at(0).get("changed"), 4194304);
+
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "run_results.db").c_str(), &h), SQLITE_OK);
+  for (const char* sql : {"ALTER TABLE dispatches DROP COLUMN bytes_changed",
+                          "ALTER TABLE dispatches DROP COLUMN snapshot_mode"}) {
+    EXPECT_EQ(sqlite3_exec(h, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+  }
+  sqlite3_close(h);
+  auto old = Database::open(dir_ / "run_results.db");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  ASSERT_EQ(old->launches.size(), 4u);
+  EXPECT_EQ(old->launches[0].bytes_snapshotted, 8388864u);
+  EXPECT_EQ(old->launches[0].bytes_changed, 0u);
+  EXPECT_EQ(old->launches[0].snapshot_mode, "");
 }
 
 TEST_F(Model, AnotherSchemaVersionIsRefusedWithTheVersionsItReads) {

@@ -304,9 +304,10 @@ const std::vector<std::string>& field_names() {
       "launch.block_z",        "launch.block_size",      "launch.threads",
       "launch.cluster_size",   "launch.registers_per_thread", "launch.static_shared_bytes",
       "launch.dynamic_shared_bytes", "launch.shared_bytes", "launch.duration_ns",
-      "launch.passes",         "launch.bytes_snapshotted", "launch.bytes_restored",
-      "launch.snapshot_ns",    "launch.restore_ns",      "device.sm_count",
-      "device.cc_major",       "device.cc_minor",        "device.memory_bytes"};
+      "launch.passes",         "launch.bytes_snapshotted", "launch.bytes_changed",
+      "launch.bytes_restored", "launch.snapshot_ns",     "launch.restore_ns",
+      "device.sm_count",       "device.cc_major",        "device.cc_minor",
+      "device.memory_bytes"};
   return kFields;
 }
 

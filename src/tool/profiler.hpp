@@ -19,6 +19,7 @@
 #include "cli/filter.hpp"
 #include "cli/tool_config.hpp"
 #include "kreplay/kreplay.h"
+#include "output/summary_writer.hpp"
 #include "output/writer.hpp"
 #include "tool/divergence.hpp"
 #include "tool/pass_plan.hpp"
@@ -41,6 +42,18 @@ inline void extend_span(output::DispatchRecord& r, uint64_t start, uint64_t end)
 inline const char* outcome_name(kreplay_replay_outcome_t o) {
   const char* n = kreplay_get_replay_outcome_name(o);
   return n ? n : "unknown";
+}
+
+/// The outputs' snapshot_mode: "full", "write_set", or "" when nothing was saved.
+inline const char* snapshot_mode_name(kreplay_snapshot_mode_t m) {
+  switch (m) {
+    case KREPLAY_SNAPSHOT_MODE_FULL:
+      return "full";
+    case KREPLAY_SNAPSHOT_MODE_WRITE_SET:
+      return "write_set";
+    default:
+      return "";
+  }
 }
 
 inline const char* memory_kind_name(kreplay_memory_kind_t k) {
@@ -176,6 +189,12 @@ class Profiler final : public ServiceHost {
     std::string line() const;  // "" when no range closed
   };
   RangeTally range_tally_;  // guarded by mu_
+  /// What the windows saved (a range counted once): the exit tally's snapshots line.
+  output::SnapshotTally snapshot_tally_;  // guarded by mu_
+  /// The snapshot storage of every agent, summed over their peaks, into @p sum
+  /// (kreplay_query_replay_storage); not while mu_ is held (the engine's storage lock may be
+  /// held by a thread calling into the tool).
+  static void query_storage(output::RunSummary& sum);
   std::atomic<uint64_t> launches_{0}, replayed_{0}, declined_{0}, not_selected_{0}, passes_{0};
   uint64_t counter_passes_lost_ = 0;  // guarded by mu_
   std::map<uint64_t, uint32_t> device_index_;  // agent handle -> device_index (set at initialize)

@@ -84,6 +84,10 @@ void Profiler::on_range_config_exit(const kreplay_callback_tracing_range_replay_
     }
   }
   range_tally_.add(*o);
+  const bool measured =
+      o->size >= KREPLAY_STRUCT_SIZE(kreplay_range_outcome_record_t, snapshot_mode);
+  snapshot_tally_.add(o->bytes_snapshotted, measured ? o->bytes_changed : 0,
+                      measured ? snapshot_mode_name(o->snapshot_mode) : "");
   bool phases_booked = false;
   for (uint64_t i = 0; i < o->launches; ++i) {
     auto it = dispatches_.find(o->dispatch_ids[i]);
@@ -101,6 +105,10 @@ void Profiler::on_range_config_exit(const kreplay_callback_tracing_range_replay_
       r.bytes_restored = o->bytes_restored;
       r.snapshot_ns = o->snapshot_ns;
       r.restore_ns = o->restore_ns;
+      if (measured) {
+        r.bytes_changed = o->bytes_changed;
+        r.snapshot_mode = snapshot_mode_name(o->snapshot_mode);
+      }
       write_phases_locked(r, o->intervals, o->interval_count);
     }
     it->second.record_ready = true;

@@ -6,7 +6,9 @@
 // selected launch gets the agent's pass plan (pass_plan.hpp) as its pass count; the counting
 // service picks the config of the current pass; PASS ENTER switches the counters off for timing
 // passes (local context control); records stream to the output writers. At exit the tool prints
-// one tally line and where the outputs are.
+// one tally line (then, when there are any, divergence, ranges, the snapshots line -- bytes saved
+// and found changed, windows per snapshot mode, peak storage -- and the per-pass services) and
+// where the outputs are.
 //
 // The Profiler's state is declared in profiler.hpp; this file holds the C callbacks, kernel replay,
 // counters, traces and the exit; profiler_setup.cpp initialize(), profiler_range.cpp range replay.
@@ -158,6 +160,12 @@ void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_
       passes_.fetch_add(o->passes_executed, std::memory_order_relaxed);
     else
       passes_.fetch_add(1, std::memory_order_relaxed);
+    if (o->size >= KREPLAY_STRUCT_SIZE(kreplay_replay_outcome_record_t, snapshot_mode)) {
+      snapshot_tally_.add(o->bytes_snapshotted, o->bytes_changed,
+                          snapshot_mode_name(o->snapshot_mode));
+    } else {
+      snapshot_tally_.add(o->bytes_snapshotted, 0, "");
+    }
   }
   if (!d.selected && !config.output.kernel_trace) {
     dispatches_.erase(it);
@@ -179,6 +187,10 @@ void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_
     if (o->size >= KREPLAY_STRUCT_SIZE(kreplay_replay_outcome_record_t, divergence_checked)) {
       r.divergence_checked = o->divergence_checked != 0;
       r.diverged_passes = o->diverged_passes;
+    }
+    if (o->size >= KREPLAY_STRUCT_SIZE(kreplay_replay_outcome_record_t, snapshot_mode)) {
+      r.bytes_changed = o->bytes_changed;
+      r.snapshot_mode = snapshot_mode_name(o->snapshot_mode);
     }
     write_phases_locked(r, o->intervals, o->interval_count);
   }
@@ -475,6 +487,22 @@ void Profiler::close_ranges_on_signal() {
   }
 }
 
+void Profiler::query_storage(output::RunSummary& sum) {
+  size_t agents = 0;
+  if (kreplay_get_agent_count(&agents) != KREPLAY_STATUS_SUCCESS) return;
+  for (size_t i = 0; i < agents; ++i) {
+    kreplay_agent_t a{};
+    a.size = sizeof(a);
+    if (kreplay_query_agent(i, &a) != KREPLAY_STATUS_SUCCESS) continue;
+    kreplay_replay_storage_t st{};
+    st.size = sizeof(st);
+    if (kreplay_query_replay_storage(a.id, &st) != KREPLAY_STATUS_SUCCESS) continue;
+    sum.snapshot_device_peak_bytes += st.device_bytes_peak;
+    sum.snapshot_host_peak_bytes += st.host_bytes_peak;
+    sum.snapshot_storage_releases += st.releases;
+  }
+}
+
 void Profiler::finalize(bool from_signal) {
   {
     std::lock_guard lock(progress_mu_);
@@ -483,6 +511,10 @@ void Profiler::finalize(bool from_signal) {
   progress_cv_.notify_all();
   if (!from_signal && progress_.joinable()) progress_.join();
   if (from_signal) close_ranges_on_signal();
+  output::RunSummary sum;
+  // The storage peaks, before mu_ (see query_storage). Not on a signal: the thread it interrupted
+  // may hold the engine's storage lock.
+  if (!from_signal) query_storage(sum);
 
   std::unique_lock lock(mu_, std::defer_lock);
   if (from_signal) {
@@ -498,7 +530,6 @@ void Profiler::finalize(bool from_signal) {
   std::vector<uint64_t> pending;
   for (const auto& [id, d] : dispatches_) pending.push_back(id);
   for (uint64_t id : pending) finish_dispatch_locked(id);
-  output::RunSummary sum;
   sum.end_ns = now_ns();
   sum.launches = launches_.load();
   sum.replayed = replayed_.load();
@@ -525,6 +556,7 @@ void Profiler::finalize(bool from_signal) {
                            sum.counter_passes_lost));
   if (std::string line = divergence_.line(); !line.empty()) KR_WARN("{}", line);
   if (std::string line = range_tally_.line(); !line.empty()) KR_NOTICE("{}", line);
+  if (std::string line = snapshot_tally_.line(sum); !line.empty()) KR_NOTICE("snapshots: {}", line);
   for (const auto& [kind, t] : service_tally_) {
     KR_NOTICE("{}: {} records from {} passes{}", cli::to_string(kind), t.records, t.passes,
               t.refused == 0 ? std::string()

@@ -69,10 +69,12 @@ class WhatTheUserSees(e2e.KreplayTestCase):
                              [{"replay_pass": 0, "name": "ops"}])
             self.assertEqual(len(e2e.rows(db, "SELECT * FROM passes WHERE dispatch_id = ?",
                                           (d["dispatch_id"],))), 1)
-        # the tally is the last thing but the output lines, and it comes once
+        # the tally is the last thing but its snapshots line (the 2 replayed launches saved
+        # memory) and the output lines, and it comes once
         lines = r.kreplay_lines
         i = [k for k, l in enumerate(lines) if e2e.TALLY_RE.match(l)][0]
-        self.assertTrue(all(l.startswith("==KREPLAY== output: ") for l in lines[i + 1:]), lines)
+        self.assertRegex(lines[i + 1], r"^==KREPLAY== snapshots: .* \(0 write-set, 2 full\)")
+        self.assertTrue(all(l.startswith("==KREPLAY== output: ") for l in lines[i + 2:]), lines)
 
     def test_output_lines_name_files_that_exist(self):
         r = self.sample("--pmc", "ops", "--output-format", "sqlite,csv,json,perfetto",

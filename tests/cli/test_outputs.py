@@ -15,6 +15,9 @@ both passes), in every format, with the kernel trace:
 - JSON: replay_pass on every pass-level record.
 - Perfetto: valid JSON with traceEvents, a slice per pass, snapshot and restore slices.
 - gzip: --output-gzip compresses the trace (and, as --help says, the JSON results).
+- Snapshots: every format carries each dispatch's bytes_changed next to bytes_snapshotted and its
+  snapshot_mode; the run table and the JSON summary the peak snapshot storage; the exit tally a
+  snapshots line (kernel replay here; range replay books a range's on its first launch).
 """
 
 import csv
@@ -274,6 +277,102 @@ class AllFormats(e2e.KreplayTestCase):
     def test_perfetto_trace(self):
         with open(self.path("_trace.json")) as f:
             self.check_trace(json.load(f))
+
+    # -- Snapshots (write-bounded snapshots, outputs) -------------------------------------------
+
+    def test_snapshot_columns_in_every_format_and_peak_storage(self):
+        columns = {c["name"] for c in e2e.rows(self.db, "SELECT name FROM "
+                                                        "pragma_table_info('dispatches')")}
+        self.assertTrue({"bytes_snapshotted", "bytes_changed", "snapshot_mode"} <= columns,
+                        columns)
+        dispatches = e2e.rows(self.db, "SELECT dispatch_id, outcome, bytes_snapshotted, "
+                                       "bytes_changed, snapshot_mode FROM dispatches")
+        self.assertEqual(len(dispatches), 10)
+        by_id = {}
+        for d in dispatches:
+            # every launch of the sample app writes memory, and its footprint is small: the whole
+            # of it is saved, of which its own pass changed a part
+            self.assertEqual(d["outcome"], "replayed", d)
+            self.assertGreater(d["bytes_changed"], 0, d)
+            self.assertLessEqual(d["bytes_changed"], d["bytes_snapshotted"], d)
+            self.assertEqual(d["snapshot_mode"], "full", d)
+            by_id[d["dispatch_id"]] = d
+        run = e2e.rows(self.db, "SELECT * FROM run")[0]
+        for key in ("snapshot_device_peak_bytes", "snapshot_host_peak_bytes",
+                    "snapshot_storage_releases"):
+            self.assertIn(key, run)
+            self.assertIsNotNone(run[key], key)
+        largest = max(d["bytes_snapshotted"] for d in dispatches)
+        self.assertGreaterEqual(run["snapshot_device_peak_bytes"] +
+                                run["snapshot_host_peak_bytes"], largest, run)
+        self.assertEqual(run["snapshot_storage_releases"], 0, run)
+
+        # CSV (wide), JSON, Perfetto: the same numbers
+        wide = e2e.read_csv(self.path("_counter_collection_wide.csv"))
+        for row in wide:
+            d = by_id[int(row["Dispatch_Id"])]
+            self.assertEqual((int(row["Bytes_Snapshotted"]), int(row["Bytes_Changed"]),
+                              row["Snapshot_Mode"]),
+                             (d["bytes_snapshotted"], d["bytes_changed"], "full"), row)
+        with open(self.path("_results.json")) as f:
+            doc = json.load(f)
+        for j in doc["dispatches"]:
+            d = by_id[j["dispatch_id"]]
+            self.assertEqual((j["bytes_snapshotted"], j["bytes_changed"], j["snapshot_mode"]),
+                             (d["bytes_snapshotted"], d["bytes_changed"], "full"), j)
+        for key in ("snapshot_device_peak_bytes", "snapshot_host_peak_bytes",
+                    "snapshot_storage_releases"):
+            self.assertEqual(doc["summary"][key], run[key], key)
+        with open(self.path("_trace.json")) as f:
+            trace = json.load(f)
+        kernel = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+        for e in kernel:
+            d = by_id[e["args"]["dispatch_id"]]
+            self.assertEqual((e["args"]["bytes_snapshotted"], e["args"]["bytes_changed"],
+                              e["args"]["snapshot_mode"]),
+                             (d["bytes_snapshotted"], d["bytes_changed"], "full"), e)
+
+        # the exit tally: one snapshots line, after the launches line
+        lines = self.run_result.kreplay_lines
+        snap = [l for l in lines if l.startswith("==KREPLAY== snapshots: ")]
+        self.assertEqual(len(snap), 1, str(self.run_result))
+        self.assertRegex(snap[0], r"^==KREPLAY== snapshots: \S+ \S+ saved for \S+ \S+ changed "
+                                  r"\(0 write-set, 10 full\); peak storage \S+ \S+ device, "
+                                  r"\S+ \S+ host$")
+        tally = [i for i, l in enumerate(lines) if e2e.TALLY_RE.match(l)]
+        self.assertLess(tally[0], lines.index(snap[0]))
+
+
+class RangeSnapshots(e2e.KreplayTestCase):
+    """Range replay: a range's snapshot numbers are booked on its first kept launch, as
+    bytes_snapshotted is; its other launches say nothing was saved for them."""
+
+    def test_a_ranges_snapshot_is_on_its_first_launch(self):
+        r = self.sample("--pmc", "threads_launched", "--pmc", "ops", "--replay-mode", "range",
+                        "--output-format", "sqlite,csv", "-d", "out", "-o", "rng")
+        db = os.path.join(self.tmp, "out", "rng_results.db")
+        dispatches = e2e.rows(db, "SELECT dispatch_id, bytes_snapshotted, bytes_changed, "
+                                  "snapshot_mode FROM dispatches ORDER BY dispatch_id")
+        self.assertEqual(len(dispatches), 10)
+        saved = [d for d in dispatches if d["bytes_snapshotted"] > 0]
+        self.assertGreater(len(saved), 0, dispatches)
+        for d in dispatches:
+            if d["bytes_snapshotted"] > 0:
+                self.assertGreater(d["bytes_changed"], 0, d)
+                self.assertLessEqual(d["bytes_changed"], d["bytes_snapshotted"], d)
+                self.assertEqual(d["snapshot_mode"], "full", d)
+            else:  # a later launch of a range
+                self.assertEqual((d["bytes_changed"], d["snapshot_mode"]), (0, ""), d)
+        wide = {int(row["Dispatch_Id"]): row for row in e2e.read_csv(
+            os.path.join(self.tmp, "out", "rng_counter_collection_wide.csv"))}
+        for d in dispatches:
+            row = wide[d["dispatch_id"]]
+            self.assertEqual((int(row["Bytes_Changed"]), row["Snapshot_Mode"]),
+                             (d["bytes_changed"], d["snapshot_mode"]), row)
+        snap = [l for l in r.kreplay_lines if l.startswith("==KREPLAY== snapshots: ")]
+        self.assertEqual(len(snap), 1, str(r))
+        # one window per range that saved memory
+        self.assertIn("(0 write-set, %d full)" % len(saved), snap[0])
 
 
 class Gzip(e2e.KreplayTestCase):

@@ -76,10 +76,11 @@ def generate(path, rows):
         seq += 4 + len(COUNTERS)
         dispatches.append((0, d, 1, 7, k, d, 1, 132 * (1 + k % 4), 1, 1, 256, 1, 1, 1, 1, 1, 0,
                            1024 * (k % 3), 32 + 8 * (k % 5), "replayed", "", 2, 2, 1 << 20, 4096,
-                           500, 300, start + 600, start + 5600 + 100 * k, 0, 0, 0, 0, seq))
+                           500, 300, start + 600, start + 5600 + 100 * k, 0, 0, 0, 0, 4096,
+                           "full", seq))
         seq += 1
         t += 10000
-    con.executemany("INSERT INTO dispatches VALUES (%s)" % ",".join("?" * 34), dispatches)
+    con.executemany("INSERT INTO dispatches VALUES (%s)" % ",".join("?" * 36), dispatches)
     con.executemany("INSERT INTO passes (app_pass, dispatch_id, replay_pass, agent_id, stream_id, "
                     "start_ns, end_ns, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", passes)
     con.executemany("INSERT INTO counters VALUES (?, ?, ?, ?, ?, ?, ?, ?)", counters)
