@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite multigpu pcbisect pcprobe pcorder pcstart pcfix heapprobe rangespan real apicost warmstart. (nccl and multigpu need two
+# services servicesbench servicesuite multigpu writeset writesetbench pcbisect pcprobe pcorder pcstart pcfix heapprobe rangespan real apicost warmstart. (nccl and multigpu need two
 # GPUs; with one nccl says SKIP and multigpu checks its programs on the one.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -541,6 +541,20 @@ PY
     pcb pcfix all_services_range --pmc smsp__inst_executed.sum --pc-sampling --source-counters \
       --pm-sampling dram__bytes_read.sum --replay-mode range
     grep -h "warning\|error" "$W"/pcfix_*.log | sort | uniq -c | head -20 | cut -c1-240 | tee -a "$O/summary.txt"
+    ;;
+  writeset)  # issue 29: programs that hold most of the GPU (tests/gpu/writeset_check.py);
+              # KREPLAY_WS_PROGRAMS, KREPLAY_WS_MODES, KREPLAY_WS_VARIANTS pick (default: all)
+    step writeset_check "${KREPLAY_WS_LIMIT:-540}" python3 tests/gpu/writeset_check.py "$D" \
+      --out "$W/writeset" --programs "${KREPLAY_WS_PROGRAMS:-kv_decode,device_heap,torch_bigpool,jax_default}" \
+      --modes "${KREPLAY_WS_MODES:-kernel,range}" --variants "${KREPLAY_WS_VARIANTS:-tool,default,full}" \
+      --timeout "${KREPLAY_WS_RUN_LIMIT:-240}"
+    grep -v '^\s*$' "$W/writeset_check.log" | tail -40 | tee -a "$O/summary.txt"
+    ;;
+  writesetbench)  # issue 29 item 4: bench/writeset_bench.py (kreplay, ncu, small footprint)
+    step writeset_bench "${KREPLAY_WSB_LIMIT:-540}" python3 bench/writeset_bench.py "$D" \
+      --out "$W/writeset-bench" --programs "${KREPLAY_WS_PROGRAMS:-kv_decode,torch_bigpool,jax_default}" \
+      --timeout "${KREPLAY_WS_RUN_LIMIT:-240}" --ncu-timeout "${KREPLAY_WSB_NCU_LIMIT:-120}"
+    grep -v '^\s*$' "$W/writeset_bench.log" | tail -40 | tee -a "$O/summary.txt"
     ;;
   heapprobe)  # bench/cuda/heap_probe.cu: can the device malloc heap be found and restored (issue 10 item 3)
     step heap_probe 60 "$D/bin/heap_probe"

@@ -12,14 +12,28 @@ timing-based choice of kernels, which a profiler's slower passes could change), 
 XLA_FLAGS already sets them. Checked against the same training in float64 NumPy; prints
 `KREPLAY_RESULT jax_train <FNV-1a digest>` over the final parameters and the step losses. Exits 77
 when JAX is not importable or its default backend is not a GPU. KREPLAY_APP_CPU=1 runs it on the
-CPU, only to check the program's logic on a machine without a GPU."""
+CPU, only to check the program's logic on a machine without a GPU.
+
+  jax_train.py                    app jax_train, as above
+  jax_train.py --prealloc-default app jax_default: XLA_PYTHON_CLIENT_PREALLOCATE is not set (and
+                                  removed if the caller set it), so JAX preallocates its default
+                                  75% of the GPU as one arena before the first step (for
+                                  write-bounded snapshots, tests/gpu/writeset_check.py); the
+                                  KREPLAY_APP_INFO line adds the arena's figures from
+                                  memory_stats(); everything else, the digest's computation
+                                  included, is the same"""
 import os
 import sys
 
 from kreplay_gpu_common import fnv1a64
 
 CPU = os.environ.get("KREPLAY_APP_CPU") == "1"
-os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+PREALLOC_DEFAULT = "--prealloc-default" in sys.argv[1:]
+APP = "jax_default" if PREALLOC_DEFAULT else "jax_train"
+if PREALLOC_DEFAULT:
+    os.environ.pop("XLA_PYTHON_CLIENT_PREALLOCATE", None)  # JAX's default: preallocate 75%
+else:
+    os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
 _flags = os.environ.get("XLA_FLAGS", "").split()
 for _flag in ("--xla_gpu_deterministic_ops=true", "--xla_gpu_autotune_level=0"):
     if not any(f.split("=")[0] == _flag.split("=")[0] for f in _flags):
@@ -100,9 +114,21 @@ def main():
     losses = np.array([np.asarray(v) for v in losses], dtype=np.float32)
 
     dev = jax.devices()[0]
-    print(f"KREPLAY_APP_INFO jax_train jax={jax.__version__} backend={backend} "
+    arena = ""
+    if PREALLOC_DEFAULT:
+        try:
+            stats = dev.memory_stats() or {}
+        except Exception as e:  # noqa: BLE001 (a backend without memory_stats)
+            stats = {"error": type(e).__name__}
+        arena = "".join(f" {k}={stats[k]}" for k in ("bytes_limit", "bytes_reserved",
+                                                      "bytes_in_use", "peak_bytes_in_use",
+                                                      "error") if k in stats)
+        arena += (" XLA_PYTHON_CLIENT_MEM_FRACTION="
+                  f"{os.environ.get('XLA_PYTHON_CLIENT_MEM_FRACTION', 'unset')}")
+    print(f"KREPLAY_APP_INFO {APP} jax={jax.__version__} backend={backend} "
           f"device={dev.device_kind} steps={STEPS} donated_buffers={donated}/{STEPS * 8} "
-          f"XLA_PYTHON_CLIENT_PREALLOCATE={os.environ['XLA_PYTHON_CLIENT_PREALLOCATE']} "
+          f"XLA_PYTHON_CLIENT_PREALLOCATE="
+          f"{os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE', 'unset')}{arena} "
           f"XLA_FLAGS='{os.environ['XLA_FLAGS']}' loss_first={losses[0]:.6f} "
           f"loss_last={losses[-1]:.6f}", flush=True)
     ref_params, ref_losses = reference(init, x0, y0)
@@ -121,7 +147,7 @@ def main():
     if bad:
         return 1
     digest = fnv1a64([p.tobytes() for p in params] + [losses.tobytes()])
-    print(f"KREPLAY_RESULT jax_train {digest:016x}", flush=True)
+    print(f"KREPLAY_RESULT {APP} {digest:016x}", flush=True)
     return 0
 
 
