@@ -195,4 +195,12 @@ Result<AgentPlan> plan_for_agent(const cli::ToolConfig& config, uint32_t counter
   return plan;
 }
 
+bool first_pass_completes(const AgentPlan& plan) {
+  if (plan.passes.empty() || plan.passes[0].kind != PlannedPass::Kind::kCounters) return true;
+  const uint64_t config = plan.passes[0].config;
+  return std::count_if(plan.passes.begin(), plan.passes.end(), [&](const PlannedPass& p) {
+           return p.kind == PlannedPass::Kind::kCounters && p.config == config;
+         }) == 1;
+}
+
 }  // namespace kreplay::tool

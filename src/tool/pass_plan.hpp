@@ -43,6 +43,11 @@ struct AgentPlan {
   std::vector<std::string> sections_missing;
 };
 
+/// Whether pass 0's counter config completes its values in that one pass: false when the plan
+/// gives the same config to later passes too (a config of several hardware passes, as CUDA's
+/// are). A launch that runs once (declined) is counted only then. True when pass 0 counts nothing.
+bool first_pass_completes(const AgentPlan& plan);
+
 /// Builds a counter config from names; returns (handle, hardware passes it needs).
 using MakeConfig =
     std::function<Result<std::pair<uint64_t, uint64_t>>(const std::vector<std::string>&)>;

@@ -58,6 +58,27 @@ TEST(PassPlan, CudaGetsOneConfigForEverythingOnItsScheduledPasses) {
   EXPECT_EQ(p->passes[3].kind, PlannedPass::Kind::kTiming);
 }
 
+// A launch that runs once (declined) is counted only where pass 0's config completes in one pass:
+// on the host device every group is a config of its own; CUDA's one config of 3 hardware passes
+// completes nothing in one.
+TEST(PassPlan, OnlyAOnePassConfigCompletesInTheFirstPass) {
+  Maker host;
+  auto p = plan_for_agent(groups({{"a", "b"}, {"c"}}), 2, host.fn());
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(first_pass_completes(*p));
+  Maker cuda;
+  cuda.hw_passes = 3;
+  p = plan_for_agent(groups({{"a", "b"}, {"c"}}), 0, cuda.fn());
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(first_pass_completes(*p));
+  Maker one;
+  one.hw_passes = 1;
+  p = plan_for_agent(groups({{"a"}}), 0, one.fn());
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(first_pass_completes(*p));
+  EXPECT_TRUE(first_pass_completes(AgentPlan{}));  // nothing counted at all
+}
+
 TEST(PassPlan, RotationAndErrorsNameTheGroup) {
   Maker m;
   cli::ToolConfig c;

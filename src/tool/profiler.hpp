@@ -77,6 +77,7 @@ inline const char* memory_kind_name(kreplay_memory_kind_t k) {
 struct Dispatch {
   bool selected = false;
   bool replayed = false;  // in a replay loop (PASS ENTER seen) or replayed
+  bool declined = false;  // CONFIG EXIT said declined: it runs once, its pass 0 alone
   const AgentPlan* plan = nullptr;
   uint64_t rotation_config = 0;
   output::DispatchRecord record;

@@ -112,6 +112,15 @@ void Profiler::write_kernel_locked(const kreplay_kernel_dispatch_info_t& info) {
   if (Status s = writer_->kernel(k); !s.ok()) KR_WARN("{}", s.message());
 }
 
+namespace {
+// Whether a dispatch's single run counts: not when it was declined and pass 0's counter config
+// needs more passes than this one run (first_pass_completes): its counter session would only
+// cost time.
+bool single_run_counts(const Dispatch& d) {
+  return !d.declined || !d.plan || first_pass_completes(*d.plan);
+}
+}  // namespace
+
 void Profiler::on_config_enter(kreplay_callback_tracing_kernel_replay_data_t& p) {
   const auto& info = p.dispatch_info;
   tl_range_launch_id = info.dispatch_id;
@@ -151,6 +160,7 @@ void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_
     } else if (o->outcome == KREPLAY_REPLAY_OUTCOME_DECLINED) {
       declined_.fetch_add(1, std::memory_order_relaxed);
       ++declined_by_reason_[reason_name(o->reason)];
+      d.declined = true;
     }
     if (o->size >= KREPLAY_STRUCT_SIZE(kreplay_replay_outcome_record_t, divergence_checked) &&
         o->diverged_passes > 0) {
@@ -199,8 +209,9 @@ void Profiler::on_config_exit(const kreplay_callback_tracing_kernel_replay_data_
   // trace arrive; without either there is nothing more to learn.
   bool more_to_come = !d.replayed && ((counting && (d.plan && !d.plan->passes.empty() &&
                                                     d.plan->passes[0].kind ==
-                                                        PlannedPass::Kind::kCounters)) ||
-                                      d.rotation_config != 0 || tracing);
+                                                        PlannedPass::Kind::kCounters) &&
+                                        single_run_counts(d)) ||
+                                       d.rotation_config != 0 || tracing);
   if (!more_to_come) finish_dispatch_locked(info.dispatch_id);
 }
 
@@ -343,8 +354,16 @@ uint64_t Profiler::pick_config(const kreplay_dispatch_counting_data_t& data) {
     it->second.counter_status.try_emplace(data.replay_pass, "ok");
     return d.rotation_config;
   }
-  if (pass == nullptr && d.plan && !d.plan->passes.empty() && data.replay_pass == 0)
+  if (pass == nullptr && d.plan && !d.plan->passes.empty() && data.replay_pass == 0) {
     pass = &d.plan->passes[0];  // a single run (not replayed, or declined) runs pass 0's service
+    if (!single_run_counts(d)) {
+      if (log::first_time("declined-not-counted")) {
+        KR_INFO("launches that are not replayed run without counters: their counter set needs "
+                "more passes than the one run they get, so it would complete no value");
+      }
+      return 0;
+    }
+  }
   if (pass == nullptr || pass->kind != PlannedPass::Kind::kCounters) return 0;
   it->second.counter_status.try_emplace(data.replay_pass, "ok");
   return pass->config;
