@@ -10,11 +10,17 @@
 //
 //   heap_probe [heap_mib]      set the heap limit first (default: leave the 8 MiB default)
 //   heap_probe control         replay the freeing kernel with nothing restored (expected to fail)
+//   heap_probe checkpoint [heap_mib]
+//                              save a CUPTI checkpoint (cupti_checkpoint.h) before the freeing
+//                              kernel and restore it between its runs: does a checkpoint hold the
+//                              heap's state, allocator included? Prints `heap_probe checkpoint ...`
 // Prints `heap_probe ...` lines: the heap limit, what cuMemGetAddressRange and
 // cuPointerGetAttribute say of the malloc'd pointers, and `heap_probe replay=OK|FAIL ...`. A
 // probe, not a test: it asserts nothing.
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <cupti.h>
+#include <cupti_checkpoint.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -95,7 +101,74 @@ bool ok(cudaError_t e, const char* what) {
 
 }  // namespace
 
+// The freeing kernel run twice with a CUPTI checkpoint restored in between, then the heap used
+// again; one line with what happened.
+int checkpoint_probe(int* sum) {
+  using namespace NV::Cupti::Checkpoint;
+  create_objects<<<1, 64>>>(1000);
+  if (!ok(cudaDeviceSynchronize(), "create_objects")) return 1;
+  CUpti_Checkpoint cp{};
+  cp.structSize = CUpti_Checkpoint_STRUCT_SIZE;
+  cp.ctx = nullptr;  // the current context
+  cp.allowOverwrite = 1;
+  cp.optimizations = 1;  // CUPTI_CHECKPOINT_OPT_TRANSFER: restore only what changed
+  CUptiResult r = cuptiCheckpointSave(&cp);
+  const char* msg = nullptr;
+  cuptiGetResultString(r, &msg);
+  std::printf("heap_probe checkpoint save=%s\n", msg ? msg : "?");
+  if (r != CUPTI_SUCCESS) return 0;
+  int expected = 0;
+  for (int i = 0; i < kObjects; ++i) expected += 1000 + i;
+  int got[3] = {};
+  for (int pass = 0; pass < 3; ++pass) {
+    if (pass > 0) {
+      r = cuptiCheckpointRestore(&cp);
+      cuptiGetResultString(r, &msg);
+      if (r != CUPTI_SUCCESS) {
+        std::printf("heap_probe checkpoint restore=%s pass=%d\n", msg ? msg : "?", pass);
+        return 0;
+      }
+    }
+    cudaMemset(sum, 0, sizeof(int));
+    delete_objects<<<1, 64>>>(sum);
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+      std::printf("heap_probe checkpoint replay=FAIL pass=%d %s\n", pass, cudaGetErrorName(e));
+      return 0;
+    }
+    cudaMemcpy(&got[pass], sum, sizeof(int), cudaMemcpyDeviceToHost);
+  }
+  cuptiCheckpointFree(&cp);
+  create_objects<<<1, 64>>>(2000);
+  cudaError_t after = cudaDeviceSynchronize();
+  int again = 0;
+  if (after == cudaSuccess) {
+    cudaMemset(sum, 0, sizeof(int));
+    delete_objects<<<1, 64>>>(sum);
+    after = cudaDeviceSynchronize();
+    cudaMemcpy(&again, sum, sizeof(int), cudaMemcpyDeviceToHost);
+  }
+  const int expected_again = expected + 1000 * kObjects;
+  const bool good = got[0] == expected && got[1] == expected && got[2] == expected &&
+                    after == cudaSuccess && again == expected_again;
+  std::printf("heap_probe checkpoint replay=%s sums=%d,%d,%d expected=%d afterwards=%s,%d "
+              "expected=%d\n",
+              good ? "OK" : "FAIL", got[0], got[1], got[2], expected, cudaGetErrorName(after),
+              again, expected_again);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  const bool checkpoint = argc > 1 && std::strcmp(argv[1], "checkpoint") == 0;
+  if (checkpoint) {
+    if (argc > 2) {
+      size_t mib = std::strtoull(argv[2], nullptr, 10);
+      ok(cudaDeviceSetLimit(cudaLimitMallocHeapSize, mib << 20), "cudaDeviceSetLimit");
+    }
+    int* sum = nullptr;
+    if (!ok(cudaMalloc(&sum, sizeof(int)), "cudaMalloc")) return 1;
+    return checkpoint_probe(sum);
+  }
   const bool control = argc > 1 && std::strcmp(argv[1], "control") == 0;
   if (argc > 1 && !control) {
     size_t mib = std::strtoull(argv[1], nullptr, 10);
