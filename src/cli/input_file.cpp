@@ -13,12 +13,21 @@
 #include <sstream>
 #include <system_error>
 
-#include "cli/filter.hpp"
-#include "cli/output_path.hpp"
-#include "cli/text.hpp"
 #include "common/util.hpp"
+#include "config/filter.hpp"
+#include "config/output_path.hpp"
+#include "config/text.hpp"
 
 namespace kreplay::cli {
+
+using config::check_kernel_regex;
+using config::FilterOptions;
+using config::IterationRange;
+using config::printable;
+using config::valid_utf8;
+using config::validate_filter_options;
+using config::validate_output_template;
+
 namespace {
 
 // Input nesting deeper than this is refused: no valid file comes close, and it bounds recursion.

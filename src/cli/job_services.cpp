@@ -6,6 +6,10 @@
 #include <vector>
 
 namespace kreplay::cli {
+
+using config::PassKind;
+using config::ServiceOptions;
+
 namespace {
 
 struct ServiceKeys {

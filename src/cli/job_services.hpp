@@ -4,13 +4,13 @@
 #pragma once
 
 #include "cli/input_file.hpp"
-#include "cli/tool_config.hpp"
 #include "common/status.hpp"
+#include "config/tool_config.hpp"
 
 namespace kreplay::cli {
 
 struct JobService {
-  PassKind kind = PassKind::kCounters;
+  config::PassKind kind = config::PassKind::kCounters;
   const char* key = "";   ///< the key that selects it ("pc_sampling")
   const char* noun = "";  ///< for messages ("PC sampling")
 };
@@ -20,7 +20,7 @@ struct JobService {
 Result<JobService> job_service(const InputFile& file, const JobSpec& job);
 
 /// Copy the job's service settings (PC period, SASS metrics, PM metrics and interval).
-void add_job_settings(const JobSpec& job, ServiceOptions* services);
+void add_job_settings(const JobSpec& job, config::ServiceOptions* services);
 
 /// An application-mode job with a per-pass service key: one line saying that they are passes of
 /// job_replay_mode: kernel; OK otherwise.

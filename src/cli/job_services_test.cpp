@@ -8,6 +8,10 @@
 #include "cli/plan_test_util.hpp"
 
 namespace kreplay::cli {
+
+using config::PassKind;
+using config::ToolConfig;
+
 namespace {
 
 using plan_testing::parse_cli;

@@ -9,15 +9,24 @@
 #include <set>
 #include <sstream>
 
-#include "cli/filter.hpp"
 #include "cli/option_words.hpp"
-#include "cli/output_path.hpp"
 #include "cli/service_options.hpp"
-#include "cli/text.hpp"
 #include "common/util.hpp"
+#include "config/filter.hpp"
+#include "config/output_path.hpp"
+#include "config/text.hpp"
 #include "kreplay/kreplay.h"
 
 namespace kreplay::cli {
+
+using config::check_kernel_regex;
+using config::FilterOptions;
+using config::IterationRange;
+using config::printable;
+using config::valid_utf8;
+using config::validate_filter_options;
+using config::validate_output_template;
+
 namespace {
 
 constexpr const char* kSeeHelp = "run kreplay --help for the options";

@@ -24,8 +24,8 @@ struct CliOptions {
   /// Per-pass services (--timing-pass, --pc-sampling, --sass-metrics / --source-counters,
   /// --pm-sampling), one PassSpec each in that order, with --<service>-pass-position as
   /// after_counters; make_run_plan places them (services_plan.hpp).
-  std::vector<PassSpec> service_passes;
-  ServiceOptions services;
+  std::vector<config::PassSpec> service_passes;
+  config::ServiceOptions services;
   /// --kernel-replay-beta-enabled was given (accepted and ignored, as rocprofv3 requires it).
   bool kernel_replay_beta_enabled = false;
   /// --ranks 0,3: profile only these ranks of an MPI or torchrun job (ToolConfig::ranks).

@@ -6,15 +6,26 @@
 #include <functional>
 #include <map>
 
-#include "cli/filter.hpp"
 #include "cli/job_services.hpp"
-#include "cli/output_path.hpp"
 #include "cli/service_options.hpp"
-#include "cli/text.hpp"
 #include "common/util.hpp"
+#include "config/filter.hpp"
+#include "config/output_path.hpp"
+#include "config/text.hpp"
 #include "report/sections.hpp"
 
 namespace kreplay::cli {
+
+using config::PassKind;
+using config::PassSpec;
+using config::printable;
+using config::RotationSpec;
+using config::ServiceOptions;
+using config::template_is_per_process;
+using config::ToolConfig;
+using config::validate_filter_options;
+using config::validate_output_template;
+
 namespace {
 
 // What --replay-mode auto replays with: range

@@ -48,8 +48,8 @@
 
 #include "cli/input_file.hpp"
 #include "cli/options.hpp"
-#include "cli/tool_config.hpp"
 #include "common/status.hpp"
+#include "config/tool_config.hpp"
 
 namespace kreplay::cli {
 
@@ -68,7 +68,7 @@ enum class PlanAction {
 struct PlannedRun {
   /// The tool's configuration. config.output.directory already ends in /pass_<k> when the plan
   /// has more than one run; the command creates nothing itself (the tool expands the templates).
-  ToolConfig config;
+  config::ToolConfig config;
   /// "run 2 of 3 (jobs.yaml, job 2)": for the command's progress lines.
   std::string label;
 };

@@ -9,6 +9,9 @@
 #include "cli/plan_test_util.hpp"
 
 namespace kreplay::cli {
+
+using config::ToolConfig;
+
 namespace {
 
 using namespace plan_testing;

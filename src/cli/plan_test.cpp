@@ -12,6 +12,13 @@
 #include <fstream>
 
 namespace kreplay::cli {
+
+using config::parse_tool_config;
+using config::PassKind;
+using config::PassSpec;
+using config::serialize_tool_config;
+using config::ToolConfig;
+
 namespace {
 
 using namespace plan_testing;

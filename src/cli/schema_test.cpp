@@ -10,13 +10,22 @@
 #include <sstream>
 
 #include "cli/input_file.hpp"
-#include "cli/tool_config.hpp"
+#include "config/tool_config.hpp"
 
 #ifndef KREPLAY_INPUT_SCHEMA_PATH
 #error "KREPLAY_INPUT_SCHEMA_PATH must name share/kreplay/input-schema.json"
 #endif
 
 namespace kreplay::cli {
+
+using config::kCacheControlNames;
+using config::kClockControlNames;
+using config::kGraphProfilingNames;
+using config::kLogLevelNames;
+using config::kOutputFormatNames;
+using config::kReplayMemoryNames;
+using config::kReplayModeNames;
+
 namespace {
 
 using nlohmann::json;

@@ -5,9 +5,16 @@
 #include <CLI/CLI.hpp>
 #include <charconv>
 
-#include "cli/text.hpp"
+#include "config/text.hpp"
 
 namespace kreplay::cli {
+
+using config::FilterOptions;
+using config::PassKind;
+using config::PassSpec;
+using config::printable;
+using config::ToolConfig;
+
 namespace {
 
 // One service's flags: what it is called and which of the raw fields are its own.

@@ -40,11 +40,11 @@ Status to_service_options(const CLI::App& app, const ServiceRaw& raw, CliOptions
 /// --replay-mode application or range, or with an input file (each cannot confine them to a
 /// pass). @p notes gets the first-launch-only line.
 Status place_service_passes(const CliOptions& o, bool from_input_file,
-                            std::vector<ToolConfig>* runs, std::vector<std::string>* notes);
+                            std::vector<config::ToolConfig>* runs, std::vector<std::string>* notes);
 
 /// A run with a per-instruction service (PC sampling, SASS metrics) and no kernel filter or
 /// iteration range profiles each kernel's first launch only (iteration range [1]), with one note.
 /// Used for the command line's services and for an input file's service jobs.
-void default_to_first_launches(ToolConfig& c, std::vector<std::string>* notes);
+void default_to_first_launches(config::ToolConfig& c, std::vector<std::string>* notes);
 
 }  // namespace kreplay::cli

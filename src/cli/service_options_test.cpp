@@ -7,6 +7,14 @@
 #include "cli/plan_test_util.hpp"
 
 namespace kreplay::cli {
+
+using config::parse_tool_config;
+using config::PassKind;
+using config::PassSpec;
+using config::serialize_tool_config;
+using config::ServiceOptions;
+using config::ToolConfig;
+
 namespace {
 
 using plan_testing::parse_cli;

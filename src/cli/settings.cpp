@@ -2,11 +2,26 @@
 
 #include <fmt/format.h>
 
-#include "cli/text.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
+#include "config/text.hpp"
 
 namespace kreplay::cli {
+
+using config::kCacheControlNames;
+using config::kGraphProfilingNames;
+using config::kLogLevelNames;
+using config::kOutputFormatNames;
+using config::kReplayMemoryNames;
+using config::kReplayModeNames;
+using config::kSnapshotModeNames;
+using config::parse_cache_control;
+using config::parse_graph_profiling;
+using config::parse_output_format;
+using config::parse_replay_memory;
+using config::parse_replay_mode;
+using config::parse_snapshot_mode;
+using config::printable;
 
 std::string describe_value(const std::string& value) {
   return fmt::format("\"{}\"", printable(value));

@@ -13,10 +13,18 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/tool_config.hpp"
 #include "common/status.hpp"
+#include "config/tool_config.hpp"
 
 namespace kreplay::cli {
+
+// The settings hold the run configuration's own values (config/tool_config.hpp).
+using config::CacheControl;
+using config::GraphProfiling;
+using config::OutputFormat;
+using config::ReplayMemory;
+using config::ReplayMode;
+using config::SnapshotMode;
 
 struct RunSettings {
   std::optional<std::vector<std::string>> metrics;

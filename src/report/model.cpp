@@ -9,8 +9,8 @@
 #include <set>
 #include <unordered_map>
 
-#include "cli/filter.hpp"
 #include "common/util.hpp"
+#include "config/filter.hpp"
 
 namespace kreplay::report {
 namespace {
@@ -148,7 +148,7 @@ bool kernel_matches(const std::string& filter, const std::optional<std::regex>& 
                     const DbLaunch& l) {
   if (filter.empty()) return true;
   if (re) return std::regex_search(l.kernel_name, *re) || std::regex_search(l.mangled_name, *re);
-  for (const auto& form : cli::kernel_name_forms(l.kernel_name, l.mangled_name)) {
+  for (const auto& form : config::kernel_name_forms(l.kernel_name, l.mangled_name)) {
     if (form == filter) return true;
   }
   return false;

@@ -31,7 +31,7 @@ std::vector<std::string> available_counters(const std::vector<std::string>& name
   return out;
 }
 
-void note_missing(const cli::ToolConfig& config, const AgentPlan& plan, size_t wanted,
+void note_missing(const config::ToolConfig& config, const AgentPlan& plan, size_t wanted,
                   const std::string& agent_name) {
   const auto& missing = plan.sections_missing;
   if (missing.empty()) return;
@@ -58,11 +58,11 @@ void note_missing(const cli::ToolConfig& config, const AgentPlan& plan, size_t w
 }
 
 // The pass of a spec that is not a counter group.
-PlannedPass service_pass(const cli::PassSpec& spec) {
+PlannedPass service_pass(const config::PassSpec& spec) {
   PlannedPass p;
   p.kind = spec.kind;
   p.flush_cache = spec.flush_cache;
-  p.label = std::string(cli::to_string(spec.kind));
+  p.label = std::string(config::to_string(spec.kind));
   p.positioned = spec.after_counters >= 0;
   return p;
 }
@@ -70,7 +70,7 @@ PlannedPass service_pass(const cli::PassSpec& spec) {
 // After the spec's after_counters-th counter pass (and after the passes already placed there), or
 // at the end when the agent has fewer counter passes.
 void place_after_counters(std::vector<PlannedPass>& passes, PlannedPass pass,
-                          const cli::PassSpec& spec) {
+                          const config::PassSpec& spec) {
   const auto k = static_cast<uint64_t>(spec.after_counters);
   size_t at = passes.size();
   uint64_t counted = 0;
@@ -80,18 +80,18 @@ void place_after_counters(std::vector<PlannedPass>& passes, PlannedPass pass,
       while (at < passes.size() && passes[at].positioned) ++at;
       break;
     }
-    if (i < passes.size() && passes[i].kind == cli::PassKind::kCounters) ++counted;
+    if (i < passes.size() && passes[i].kind == config::PassKind::kCounters) ++counted;
   }
   passes.insert(passes.begin() + static_cast<std::ptrdiff_t>(at), std::move(pass));
 }
 
 }  // namespace
 
-Result<AgentPlan> plan_for_agent(const cli::ToolConfig& config, uint32_t counters_per_pass,
+Result<AgentPlan> plan_for_agent(const config::ToolConfig& config, uint32_t counters_per_pass,
                                  const MakeConfig& make_config, const std::string& agent_name) {
   if (!config.section_metrics.empty()) {
     // Section counters go with --metrics, without the ones the agent lacks or already collects.
-    cli::ToolConfig with_sections = config;
+    config::ToolConfig with_sections = config;
     std::vector<std::string> have = available_counters(config.section_metrics, make_config);
     AgentPlan probe;
     for (const auto& n : config.section_metrics) {
@@ -114,7 +114,7 @@ Result<AgentPlan> plan_for_agent(const cli::ToolConfig& config, uint32_t counter
   }
   AgentPlan plan;
   for (const auto& spec : config.passes) {
-    if (spec.kind == cli::PassKind::kCounters && spec.group >= 0 &&
+    if (spec.kind == config::PassKind::kCounters && spec.group >= 0 &&
         static_cast<size_t>(spec.group) < config.pmc_groups.size()) {
       add_unique(plan.counters, config.pmc_groups[spec.group]);
     }
@@ -125,7 +125,7 @@ Result<AgentPlan> plan_for_agent(const cli::ToolConfig& config, uint32_t counter
     for (const auto& spec : config.passes) {
       if (spec.after_counters >= 0) continue;  // placed below
       PlannedPass p;
-      if (spec.kind != cli::PassKind::kCounters) {
+      if (spec.kind != config::PassKind::kCounters) {
         p = service_pass(spec);
       } else {
         if (spec.group < 0 || static_cast<size_t>(spec.group) >= config.pmc_groups.size()) {
@@ -173,7 +173,7 @@ Result<AgentPlan> plan_for_agent(const cli::ToolConfig& config, uint32_t counter
     };
     for (const auto& spec : config.passes) {
       if (spec.after_counters >= 0) continue;  // placed below
-      if (spec.kind != cli::PassKind::kCounters) {
+      if (spec.kind != config::PassKind::kCounters) {
         plan.passes.push_back(service_pass(spec));
       } else if (!placed) {
         place_counters();

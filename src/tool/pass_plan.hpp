@@ -21,13 +21,13 @@
 #include <utility>
 #include <vector>
 
-#include "cli/tool_config.hpp"
 #include "common/status.hpp"
+#include "config/tool_config.hpp"
 
 namespace kreplay::tool {
 
 struct PlannedPass {
-  using Kind = cli::PassKind;  ///< counters, timing or a per-pass service
+  using Kind = config::PassKind;  ///< counters, timing or a per-pass service
   Kind kind = Kind::kCounters;
   uint64_t config = 0;    ///< counter config handle (kCounters)
   bool flush_cache = false;
@@ -57,7 +57,7 @@ using MakeConfig =
 /// those the agent has no config for: these are left out (AgentPlan::sections_missing) with one
 /// line naming @p agent_name ("this device" when empty): info when the sections are the default
 /// and the agent has none of them (the host device), a warning otherwise.
-Result<AgentPlan> plan_for_agent(const cli::ToolConfig& config, uint32_t counters_per_pass,
+Result<AgentPlan> plan_for_agent(const config::ToolConfig& config, uint32_t counters_per_pass,
                                  const MakeConfig& make_config,
                                  const std::string& agent_name = "");
 

@@ -20,12 +20,12 @@ struct Maker {
   }
 };
 
-cli::ToolConfig groups(std::vector<std::vector<std::string>> g, bool timing_between = false) {
-  cli::ToolConfig c;
+config::ToolConfig groups(std::vector<std::vector<std::string>> g, bool timing_between = false) {
+  config::ToolConfig c;
   c.pmc_groups = g;
   for (size_t i = 0; i < g.size(); ++i) {
-    c.passes.push_back({cli::PassKind::kCounters, static_cast<int32_t>(i), false});
-    if (timing_between && i == 0) c.passes.push_back({cli::PassKind::kTiming, -1, true});
+    c.passes.push_back({config::PassKind::kCounters, static_cast<int32_t>(i), false});
+    if (timing_between && i == 0) c.passes.push_back({config::PassKind::kTiming, -1, true});
   }
   return c;
 }
@@ -81,7 +81,7 @@ TEST(PassPlan, OnlyAOnePassConfigCompletesInTheFirstPass) {
 
 TEST(PassPlan, RotationAndErrorsNameTheGroup) {
   Maker m;
-  cli::ToolConfig c;
+  config::ToolConfig c;
   c.rotation.groups = {{"a"}, {"b"}};
   auto p = plan_for_agent(c, 2, m.fn());
   ASSERT_TRUE(p.ok());
@@ -111,7 +111,7 @@ TEST(PassPlan, SectionCountersJoinMetricsWithoutDuplicates) {
 
 TEST(PassPlan, SectionCountersTheAgentLacksAreLeftOut) {
   Maker m;
-  cli::ToolConfig c;
+  config::ToolConfig c;
   c.section_metrics = {"bogus", "x"};
   c.sections_label = "set basic";
   auto p = plan_for_agent(c, 0, m.fn(), "GPU 0");
@@ -123,7 +123,7 @@ TEST(PassPlan, SectionCountersTheAgentLacksAreLeftOut) {
 
 TEST(PassPlan, NoSectionCounterAvailableMeansNoPass) {
   Maker m;
-  cli::ToolConfig c;
+  config::ToolConfig c;
   c.section_metrics = {"bogus"};
   c.sections_default = true;
   auto p = plan_for_agent(c, 2, m.fn());
@@ -135,31 +135,31 @@ TEST(PassPlan, NoSectionCounterAvailableMeansNoPass) {
 
 TEST(PassPlan, AnUnknownMetricTheUserNamedIsStillAnError) {
   Maker m;
-  cli::ToolConfig c;
+  config::ToolConfig c;
   c.metrics = {"bogus"};
   c.section_metrics = {"x"};
   EXPECT_FALSE(plan_for_agent(c, 0, m.fn()).ok());
 }
 
-cli::PassSpec service(cli::PassKind kind, int32_t after) {
-  cli::PassSpec s;
+config::PassSpec service(config::PassKind kind, int32_t after) {
+  config::PassSpec s;
   s.kind = kind;
   s.after_counters = after;
   return s;
 }
 
-std::vector<cli::PassKind> kinds(const AgentPlan& p) {
-  std::vector<cli::PassKind> out;
+std::vector<config::PassKind> kinds(const AgentPlan& p) {
+  std::vector<config::PassKind> out;
   for (const auto& pass : p.passes) out.push_back(pass.kind);
   return out;
 }
 
 TEST(PassPlan, CommandLineServicesGoAfterTheirCounterPasses) {
-  using K = cli::PassKind;
+  using K = config::PassKind;
   Maker m;
   auto c = groups({{"a"}, {"b"}});
   c.metrics = {"d", "e", "f"};  // two more counter passes on the host device, after the groups
-  c.passes.push_back(service(K::kPcSampling, cli::PassSpec::kAfterAllCounters));
+  c.passes.push_back(service(K::kPcSampling, config::PassSpec::kAfterAllCounters));
   c.passes.push_back(service(K::kSassMetrics, 1));
   c.passes.push_back(service(K::kTiming, 0));
   c.passes.push_back(service(K::kPmSampling, 1));  // after sass: both after counter pass 1
@@ -177,11 +177,11 @@ TEST(PassPlan, CommandLineServicesGoAfterTheirCounterPasses) {
 }
 
 TEST(PassPlan, CommandLineServicesFollowTheScheduledCounterPassesOnCuda) {
-  using K = cli::PassKind;
+  using K = config::PassKind;
   Maker m;
   m.hw_passes = 3;
   auto c = groups({{"a"}});
-  c.passes.push_back(service(K::kPcSampling, cli::PassSpec::kAfterAllCounters));
+  c.passes.push_back(service(K::kPcSampling, config::PassSpec::kAfterAllCounters));
   c.passes.push_back(service(K::kSassMetrics, 2));
   auto p = plan_for_agent(c, 0, m.fn());
   ASSERT_TRUE(p.ok());

@@ -16,8 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cli/filter.hpp"
-#include "cli/tool_config.hpp"
+#include "config/filter.hpp"
+#include "config/tool_config.hpp"
 #include "kreplay/kreplay.h"
 #include "output/summary_writer.hpp"
 #include "output/writer.hpp"
@@ -93,8 +93,8 @@ class Profiler final : public ServiceHost {
     return *p;
   }
 
-  cli::ToolConfig config;
-  std::optional<cli::KernelFilter> filter;
+  config::ToolConfig config;
+  std::optional<config::KernelFilter> filter;
   kreplay_context_id_t replay_ctx{}, count_ctx{}, trace_ctx{}, misc_ctx{};
   bool counting = false;
   bool tracing = false;  // the dispatch trace runs: it times single runs and writes pass records
@@ -121,11 +121,11 @@ class Profiler final : public ServiceHost {
 
   // ServiceHost (tool/services/tool_service.hpp)
   const PlannedPass* pass_of(const kreplay_kernel_dispatch_info_t& info, uint64_t pass) override;
-  void on_samples(cli::PassKind kind, const kreplay_pass_service_data_t& data,
+  void on_samples(config::PassKind kind, const kreplay_pass_service_data_t& data,
                   const kreplay_pass_service_record_t* records, size_t count) override;
 
   // range replay
-  bool range_mode() const { return config.replay_mode == cli::ReplayMode::kRange; }
+  bool range_mode() const { return config.replay_mode == config::ReplayMode::kRange; }
   /// The app_pass records carry: the run's pass under application replay, else 0.
   uint32_t record_app_pass() const { return config.app_pass_count > 1 ? config.app_pass : 0; }
   uint64_t range_pass_count(const kreplay_range_info_t& info);
@@ -177,8 +177,8 @@ class Profiler final : public ServiceHost {
     uint64_t passes = 0, records = 0, refused = 0;
     std::string why;  // the last refusal's message
   };
-  std::map<cli::PassKind, ServiceTally> service_tally_;  // guarded by mu_
-  DivergenceTally divergence_;                           // guarded by mu_
+  std::map<config::PassKind, ServiceTally> service_tally_;  // guarded by mu_
+  DivergenceTally divergence_;                              // guarded by mu_
   /// Range replay: how many launches each range held and what kept it open or closed it.
   struct RangeTally {
     uint64_t ranges = 0, launches = 0, largest = 0;
@@ -228,6 +228,6 @@ void note_tool_started();
 /// --ranks: whether this process's rank is profiled. A rank that is not says nothing, except the
 /// lowest such rank, which says in one line which ranks are; a process with no rank is profiled
 /// (with a warning).
-bool rank_selected(const cli::ToolConfig& config);
+bool rank_selected(const config::ToolConfig& config);
 
 }  // namespace kreplay::tool

@@ -4,9 +4,9 @@
 
 #include <cstring>
 
-#include "cli/output_path.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
+#include "config/output_path.hpp"
 #include "tool/profiler.hpp"
 #include "tool/progress.hpp"
 

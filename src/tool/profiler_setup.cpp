@@ -4,9 +4,9 @@
 
 #include <cstring>
 
-#include "cli/output_path.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
+#include "config/output_path.hpp"
 #include "tool/profiler.hpp"
 #include "tool/progress.hpp"
 
@@ -19,9 +19,9 @@ std::string agent_type(kreplay_agent_type_t t) {
 }
 
 // A per-pass service (PC sampling, SASS metrics, PM sampling) among the passes.
-bool has_pass_services(const cli::ToolConfig& config) {
+bool has_pass_services(const config::ToolConfig& config) {
   return std::any_of(config.passes.begin(), config.passes.end(), [](const auto& p) {
-    return p.kind != cli::PassKind::kCounters && p.kind != cli::PassKind::kTiming;
+    return p.kind != config::PassKind::kCounters && p.kind != config::PassKind::kTiming;
   });
 }
 
@@ -32,7 +32,7 @@ int Profiler::initialize() {
     log::Level l;
     if (log::parse_level(config.log_level, &l)) log::set_level(l);
   }
-  auto f = cli::KernelFilter::Create(config.filters);
+  auto f = config::KernelFilter::Create(config.filters);
   if (!f.ok()) {
     KR_ERROR("{}", f.status().message());
     return 1;
@@ -40,8 +40,8 @@ int Profiler::initialize() {
   filter.emplace(std::move(f).value());
 
   // Outputs: expanded in this (the application's) process, so %pid% names the application.
-  auto ctx = cli::ExpansionContext::current();
-  auto base = cli::output_base_path(config.output, ctx);
+  auto ctx = config::ExpansionContext::current();
+  auto base = config::output_base_path(config.output, ctx);
   if (!base.ok()) {
     KR_ERROR("{}", base.status().message());
     return 1;
@@ -55,14 +55,14 @@ int Profiler::initialize() {
   run.command = config.command;
   run.hostname = ctx.hostname;
   run.pid = static_cast<uint64_t>(ctx.pid);
-  run.rank = cli::mpi_rank(ctx);
-  run.local_rank = cli::local_rank(ctx);
+  run.rank = config::mpi_rank(ctx);
+  run.local_rank = config::local_rank(ctx);
   run.start_ns = start_ns_;
   run.start_unix_ns = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                std::chrono::system_clock::now().time_since_epoch())
                                                .count());
-  run.replay_mode = std::string(cli::to_string(config.replay_mode));
-  run.app_pass = config.replay_mode == cli::ReplayMode::kApplication && config.app_pass_count > 1
+  run.replay_mode = std::string(config::to_string(config.replay_mode));
+  run.app_pass = config.replay_mode == config::ReplayMode::kApplication && config.app_pass_count > 1
                      ? config.app_pass
                      : 0;
   run.app_pass_count = run.app_pass ? config.app_pass_count : 0;
@@ -71,10 +71,10 @@ int Profiler::initialize() {
         "KREPLAY_REPLAY_MEMORY", "KREPLAY_LOG_LEVEL", "KREPLAY_CACHE_CONTROL"}) {
     if (const char* v = std::getenv(var)) run.environment[var] = v;  // NOLINT: read-only
   }
-  run.options["replay_memory"] = std::string(cli::to_string(config.replay_memory));
-  run.options["graph_profiling"] = std::string(cli::to_string(config.graph_profiling));
-  run.options["cache_control"] = std::string(cli::to_string(config.cache_control));
-  run.options["snapshot"] = std::string(cli::to_string(config.snapshot));
+  run.options["replay_memory"] = std::string(config::to_string(config.replay_memory));
+  run.options["graph_profiling"] = std::string(config::to_string(config.graph_profiling));
+  run.options["cache_control"] = std::string(config::to_string(config.cache_control));
+  run.options["snapshot"] = std::string(config::to_string(config.snapshot));
   run.options["clock_control"] = "none";  // kreplay never changes clocks
   run.options["check_divergence"] = config.check_divergence ? "true" : "false";
   run.options["origin"] = config.origin;
@@ -121,26 +121,26 @@ int Profiler::initialize() {
   // The output files are claimed and created only once the plans hold: a configuration error
   // leaves no empty results file behind.
   std::string path = *base;
-  if (!cli::template_is_per_process(config.output.file)) {
+  if (!config::template_is_per_process(config.output.file)) {
     const char* first = config.output.formats.empty() ? "_results.db" : "";
     std::string suffix = first;
     if (suffix.empty()) {
       switch (config.output.formats.front()) {
-        case cli::OutputFormat::kSqlite:
+        case config::OutputFormat::kSqlite:
           suffix = "_results.db";
           break;
-        case cli::OutputFormat::kCsv:
+        case config::OutputFormat::kCsv:
           suffix = "_counter_collection.csv";
           break;
-        case cli::OutputFormat::kJson:
+        case config::OutputFormat::kJson:
           suffix = config.output.gzip ? "_results.json.gz" : "_results.json";
           break;
-        case cli::OutputFormat::kPerfetto:
+        case config::OutputFormat::kPerfetto:
           suffix = config.output.gzip ? "_trace.json.gz" : "_trace.json";
           break;
       }
     }
-    auto claimed = cli::claim_output_base(path, suffix, ctx.pid);
+    auto claimed = config::claim_output_base(path, suffix, ctx.pid);
     if (!claimed.ok()) {
       KR_ERROR("{}", claimed.status().message());
       return 1;
@@ -151,7 +151,7 @@ int Profiler::initialize() {
   auto slash = path.rfind('/');
   oc.directory = slash == std::string::npos ? "" : path.substr(0, slash);
   oc.file_stem = slash == std::string::npos ? path : path.substr(slash + 1);
-  for (auto fmt_ : config.output.formats) oc.formats.emplace_back(cli::to_string(fmt_));
+  for (auto fmt_ : config.output.formats) oc.formats.emplace_back(config::to_string(fmt_));
   oc.summary = config.output.summary;
   oc.gzip_trace = config.output.gzip;
   oc.kernel_trace = config.output.kernel_trace;
@@ -221,7 +221,7 @@ int Profiler::initialize() {
     kreplay_start_context(count_ctx);
     counting = true;
   }
-  if (counting) services_.push_back(make_context_service(cli::PassKind::kCounters, count_ctx));
+  if (counting) services_.push_back(make_context_service(config::PassKind::kCounters, count_ctx));
   for (auto& service : make_services(config)) {
     if (Status st = service->configure(config, *this); !st.ok()) {
       KR_ERROR("{}", st.message());
@@ -247,19 +247,19 @@ int Profiler::initialize() {
   }
   kreplay_kernel_replay_options_t opts{};
   opts.size = sizeof(opts);
-  opts.snapshot_scope = config.replay_memory == cli::ReplayMemory::kArgs
+  opts.snapshot_scope = config.replay_memory == config::ReplayMemory::kArgs
                             ? KREPLAY_SNAPSHOT_SCOPE_ARGS
                             : KREPLAY_SNAPSHOT_SCOPE_ALL;
-  opts.graph_profiling = config.graph_profiling == cli::GraphProfiling::kGraph
+  opts.graph_profiling = config.graph_profiling == config::GraphProfiling::kGraph
                              ? KREPLAY_GRAPH_PROFILING_GRAPH
                              : KREPLAY_GRAPH_PROFILING_NODE;
-  opts.cache_control = config.cache_control == cli::CacheControl::kNone
+  opts.cache_control = config.cache_control == config::CacheControl::kNone
                            ? KREPLAY_CACHE_CONTROL_FLUSH_NONE
                            : KREPLAY_CACHE_CONTROL_FLUSH_ALL;
   opts.check_divergence = config.check_divergence ? 1 : 0;
-  opts.snapshot_mode = config.snapshot == cli::SnapshotMode::kFull       ? KREPLAY_SNAPSHOT_MODE_FULL
-                       : config.snapshot == cli::SnapshotMode::kWriteSet ? KREPLAY_SNAPSHOT_MODE_WRITE_SET
-                                                                         : KREPLAY_SNAPSHOT_MODE_AUTO;
+  opts.snapshot_mode = config.snapshot == config::SnapshotMode::kFull       ? KREPLAY_SNAPSHOT_MODE_FULL
+                       : config.snapshot == config::SnapshotMode::kWriteSet ? KREPLAY_SNAPSHOT_MODE_WRITE_SET
+                                                                            : KREPLAY_SNAPSHOT_MODE_AUTO;
   kreplay_configure_kernel_replay_options(&opts);
   kreplay_start_context(replay_ctx);
 

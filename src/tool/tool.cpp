@@ -1,6 +1,6 @@
 // libkreplay_tool.so: kreplay's profiler tool. It is an ordinary SDK tool — it uses only the public
 // C API — loaded into the application by the kreplay command (KREPLAY_TOOL_LIBRARIES), configured
-// through KREPLAY_TOOL_CONFIG (cli/tool_config.hpp).
+// through KREPLAY_TOOL_CONFIG (config/tool_config.hpp).
 //
 // Per logical launch: at CONFIG the kernel filter decides (once per launch, never per pass); a
 // selected launch gets the agent's pass plan (pass_plan.hpp) as its pass count; the counting
@@ -18,9 +18,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cli/output_path.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
+#include "config/output_path.hpp"
 #include "tool/profiler.hpp"
 #include "tool/progress.hpp"
 
@@ -312,7 +312,7 @@ const PlannedPass* Profiler::pass_of(const kreplay_kernel_dispatch_info_t& info,
   return current;
 }
 
-void Profiler::on_samples(cli::PassKind kind, const kreplay_pass_service_data_t& data,
+void Profiler::on_samples(config::PassKind kind, const kreplay_pass_service_data_t& data,
                           const kreplay_pass_service_record_t* records, size_t count) {
   std::lock_guard lock(mu_);
   ServiceTally& t = service_tally_[kind];
@@ -324,7 +324,7 @@ void Profiler::on_samples(cli::PassKind kind, const kreplay_pass_service_data_t&
   ++t.passes;
   t.records += count;
   output::ServiceSampleRecord o;
-  o.service = std::string(cli::to_string(kind));
+  o.service = std::string(config::to_string(kind));
   o.app_pass = record_app_pass();
   for (size_t i = 0; i < count; ++i) {
     const auto& r = records[i];
@@ -577,7 +577,7 @@ void Profiler::finalize(bool from_signal) {
   if (std::string line = range_tally_.line(); !line.empty()) KR_NOTICE("{}", line);
   if (std::string line = snapshot_tally_.line(sum); !line.empty()) KR_NOTICE("snapshots: {}", line);
   for (const auto& [kind, t] : service_tally_) {
-    KR_NOTICE("{}: {} records from {} passes{}", cli::to_string(kind), t.records, t.passes,
+    KR_NOTICE("{}: {} records from {} passes{}", config::to_string(kind), t.records, t.passes,
               t.refused == 0 ? std::string()
                              : fmt::format("; {} passes collected nothing: {}", t.refused, t.why));
   }
@@ -607,7 +607,7 @@ void note_tool_started() {
   }
 }
 
-bool rank_selected(const cli::ToolConfig& config) {
+bool rank_selected(const config::ToolConfig& config) {
   if (config.ranks.empty()) return true;
   const auto& ranks = config.ranks;
   std::string list;
@@ -615,7 +615,7 @@ bool rank_selected(const cli::ToolConfig& config) {
     if (!list.empty()) list += ',';
     list += std::to_string(r);
   }
-  auto rank = cli::mpi_rank(cli::ExpansionContext::current());
+  auto rank = config::mpi_rank(config::ExpansionContext::current());
   if (!rank) {
     KR_WARN("--ranks {}: this process has no rank in its environment (RANK, "
             "OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, ...); it is profiled",
@@ -640,7 +640,7 @@ bool rank_selected(const cli::ToolConfig& config) {
 extern "C" __attribute__((visibility("default"))) kreplay_tool_configure_result_t* kreplay_configure(
     uint32_t, const char*, uint32_t, kreplay_client_id_t* id) {
   using kreplay::tool::Profiler;
-  auto cfg = kreplay::cli::load_tool_config_from_env();
+  auto cfg = kreplay::config::load_tool_config_from_env();
   if (!cfg.ok()) {
     if (cfg.status().code() != KREPLAY_STATUS_ERROR_NOT_AVAILABLE)
       KR_ERROR("kreplay tool: {}", cfg.status().message());

@@ -26,12 +26,12 @@
 
 #include "backends/host/hostrt.hpp"
 #include "cli/options.hpp"
-#include "cli/output_path.hpp"
 #include "cli/plan.hpp"
-#include "cli/tool_config.hpp"
 #include "common/env.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
+#include "config/output_path.hpp"
+#include "config/tool_config.hpp"
 #include "kreplay/kreplay.h"
 #include "output/writer.hpp"
 #include "report/command.hpp"
@@ -45,6 +45,14 @@
 extern char** environ;  // NOLINT
 
 namespace kreplay::cli {
+
+using config::ExpansionContext;
+using config::kToolConfigEnv;
+using config::output_base_path;
+using config::serialize_tool_config;
+using config::tool_config_inline_value;
+using config::ToolConfig;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -7,9 +7,11 @@
 #include "cli/fuzz/fuzz_check.hpp"
 #include "cli/input_file.hpp"
 #include "cli/plan.hpp"
-#include "cli/tool_config.hpp"
+#include "config/tool_config.hpp"
 
 using namespace kreplay::cli;
+using kreplay::config::parse_tool_config;
+using kreplay::config::serialize_tool_config;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -4,10 +4,11 @@
 #include <cstdint>
 #include <string_view>
 
-#include "cli/filter.hpp"
 #include "cli/fuzz/fuzz_check.hpp"
+#include "config/filter.hpp"
 
-using namespace kreplay::cli;
+using namespace kreplay::config;
+namespace fuzz = kreplay::cli::fuzz;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -6,9 +6,10 @@
 #include <string_view>
 
 #include "cli/fuzz/fuzz_check.hpp"
-#include "cli/output_path.hpp"
+#include "config/output_path.hpp"
 
-using namespace kreplay::cli;
+using namespace kreplay::config;
+namespace fuzz = kreplay::cli::fuzz;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

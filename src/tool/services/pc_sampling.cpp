@@ -6,10 +6,10 @@ namespace {
 
 class PcSampling final : public SdkPassService {
  public:
-  PcSampling() : SdkPassService(cli::PassKind::kPcSampling) {}
+  PcSampling() : SdkPassService(config::PassKind::kPcSampling) {}
 
  protected:
-  kreplay_status_t configure_sdk(const cli::ToolConfig& config, kreplay_context_id_t ctx,
+  kreplay_status_t configure_sdk(const config::ToolConfig& config, kreplay_context_id_t ctx,
                                  kreplay_pass_service_dispatch_cb_t want, void* want_args,
                                  kreplay_pass_service_record_cb_t record,
                                  void* record_args) override {

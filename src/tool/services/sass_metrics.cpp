@@ -8,10 +8,10 @@ namespace {
 
 class SassMetrics final : public SdkPassService {
  public:
-  SassMetrics() : SdkPassService(cli::PassKind::kSassMetrics) {}
+  SassMetrics() : SdkPassService(config::PassKind::kSassMetrics) {}
 
  protected:
-  kreplay_status_t configure_sdk(const cli::ToolConfig& config, kreplay_context_id_t ctx,
+  kreplay_status_t configure_sdk(const config::ToolConfig& config, kreplay_context_id_t ctx,
                                  kreplay_pass_service_dispatch_cb_t want, void* want_args,
                                  kreplay_pass_service_record_cb_t record,
                                  void* record_args) override {

@@ -4,7 +4,7 @@
 
 namespace kreplay::tool {
 
-Status SdkPassService::configure(const cli::ToolConfig& config, ServiceHost& host) {
+Status SdkPassService::configure(const config::ToolConfig& config, ServiceHost& host) {
   host_ = &host;
   kreplay_status_t s = kreplay_create_context(&ctx_);
   if (s == KREPLAY_STATUS_SUCCESS) s = configure_sdk(config, ctx_, &want, this, &record, this);

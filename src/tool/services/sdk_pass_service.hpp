@@ -12,11 +12,11 @@ namespace kreplay::tool {
 class SdkPassService : public ToolService {
  public:
   using ToolService::ToolService;
-  Status configure(const cli::ToolConfig& config, ServiceHost& host) final;
+  Status configure(const config::ToolConfig& config, ServiceHost& host) final;
 
  protected:
   /// The service's kreplay_configure_*_service call on @p ctx with these callbacks.
-  virtual kreplay_status_t configure_sdk(const cli::ToolConfig& config, kreplay_context_id_t ctx,
+  virtual kreplay_status_t configure_sdk(const config::ToolConfig& config, kreplay_context_id_t ctx,
                                          kreplay_pass_service_dispatch_cb_t want, void* want_args,
                                          kreplay_pass_service_record_cb_t record,
                                          void* record_args) = 0;

@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "cli/tool_config.hpp"
 #include "common/status.hpp"
+#include "config/tool_config.hpp"
 #include "kreplay/kreplay.h"
 #include "tool/pass_plan.hpp"
 
@@ -24,18 +24,18 @@ class ServiceHost {
   /// the dispatch is not selected.
   virtual const PlannedPass* pass_of(const kreplay_kernel_dispatch_info_t& info, uint64_t pass) = 0;
   /// One pass's records of a per-pass service (none, with data.status set, when it was refused).
-  virtual void on_samples(cli::PassKind kind, const kreplay_pass_service_data_t& data,
+  virtual void on_samples(config::PassKind kind, const kreplay_pass_service_data_t& data,
                           const kreplay_pass_service_record_t* records, size_t count) = 0;
 };
 
 class ToolService {
  public:
-  explicit ToolService(cli::PassKind kind) : kind_(kind) {}
+  explicit ToolService(config::PassKind kind) : kind_(kind) {}
   virtual ~ToolService() = default;
-  cli::PassKind kind() const { return kind_; }
+  config::PassKind kind() const { return kind_; }
   /// During initialize: configure the SDK service on a context of its own and start it. The
   /// error is one line (the SDK's message: an unknown metric, "not available on CUDA devices").
-  virtual Status configure(const cli::ToolConfig& config, ServiceHost& host) = 0;
+  virtual Status configure(const config::ToolConfig& config, ServiceHost& host) = 0;
   /// PASS ENTER of a replay loop (kernel or range): on for a pass of this kind, off otherwise.
   void pass_begin(const PlannedPass& pass, kreplay_kernel_replay_context_cb_t start,
                   kreplay_kernel_replay_context_cb_t stop) const {
@@ -55,11 +55,11 @@ class ToolService {
   kreplay_context_id_t ctx_{};
 
  private:
-  cli::PassKind kind_;
+  config::PassKind kind_;
 };
 
 /// A context the tool configured itself (the counting context), switched like any service.
-std::unique_ptr<ToolService> make_context_service(cli::PassKind kind, kreplay_context_id_t ctx);
+std::unique_ptr<ToolService> make_context_service(config::PassKind kind, kreplay_context_id_t ctx);
 
 std::unique_ptr<ToolService> make_pc_sampling_service();
 std::unique_ptr<ToolService> make_sass_metrics_service();
@@ -67,6 +67,6 @@ std::unique_ptr<ToolService> make_pm_sampling_service();
 
 /// The services that @p config's passes ask for, one per kind (counters excepted: the tool
 /// configures the counting context with its own callbacks and wraps it). Not configured yet.
-std::vector<std::unique_ptr<ToolService>> make_services(const cli::ToolConfig& config);
+std::vector<std::unique_ptr<ToolService>> make_services(const config::ToolConfig& config);
 
 }  // namespace kreplay::tool

@@ -1,4 +1,4 @@
-#include "cli/output_path.hpp"
+#include "config/output_path.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -11,12 +11,12 @@
 #include <system_error>
 #include <vector>
 
-#include "cli/text.hpp"
 #include "common/env.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
+#include "config/text.hpp"
 
-namespace kreplay::cli {
+namespace kreplay::config {
 namespace {
 
 constexpr const char* kKnownTokens =
@@ -293,4 +293,4 @@ Result<std::string> claim_output_base(const std::string& base, std::string_view 
                            base, first_suffix));
 }
 
-}  // namespace kreplay::cli
+}  // namespace kreplay::config

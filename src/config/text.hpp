@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace kreplay::cli {
+namespace kreplay::config {
 
 /// @p text with every non-printable byte shown as '?', cut to @p max bytes with "..." appended.
 inline std::string printable(std::string_view text, size_t max = 80) {
@@ -57,4 +57,4 @@ inline bool valid_utf8(std::string_view text) {
   return true;
 }
 
-}  // namespace kreplay::cli
+}  // namespace kreplay::config

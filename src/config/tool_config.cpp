@@ -1,4 +1,4 @@
-#include "cli/tool_config.hpp"
+#include "config/tool_config.hpp"
 
 #include <fmt/format.h>
 
@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli/text.hpp"
 #include "common/env.hpp"
+#include "config/text.hpp"
 
-namespace kreplay::cli {
+namespace kreplay::config {
 namespace {
 
 using nlohmann::json;
@@ -336,4 +336,4 @@ Result<ToolConfig> load_tool_config_from_env() {
   return load_tool_config_from_value(*value);
 }
 
-}  // namespace kreplay::cli
+}  // namespace kreplay::config

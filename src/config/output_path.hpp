@@ -26,10 +26,10 @@
 #include <string>
 #include <string_view>
 
-#include "cli/tool_config.hpp"
 #include "common/status.hpp"
+#include "config/tool_config.hpp"
 
-namespace kreplay::cli {
+namespace kreplay::config {
 
 /// Environment variables that give the MPI rank, in the order they are consulted; the first that
 /// holds a non-negative integer wins. KREPLAY_RANK lets the user override the others; Open MPI's
@@ -91,4 +91,4 @@ Result<std::string> claim_output_base(const std::string& base, std::string_view 
 /// Create @p directory and its parents (like mkdir -p).
 Status make_directories(const std::string& directory);
 
-}  // namespace kreplay::cli
+}  // namespace kreplay::config

@@ -1,4 +1,4 @@
-#include "cli/filter.hpp"
+#include "config/filter.hpp"
 
 #include <fmt/format.h>
 #include <re2/re2.h>
@@ -9,10 +9,10 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "cli/text.hpp"
 #include "common/util.hpp"
+#include "config/text.hpp"
 
-namespace kreplay::cli {
+namespace kreplay::config {
 namespace {
 
 constexpr const char* kRangeExamples = R"("[1-3, 5]", "[1, 2, [5-8]]", "3" or "2-4")";
@@ -416,4 +416,4 @@ Status validate_filter_options(const FilterOptions& options) {
   return filter.ok() ? Status::Ok() : filter.status();
 }
 
-}  // namespace kreplay::cli
+}  // namespace kreplay::config

@@ -21,10 +21,10 @@
 #include <utility>
 #include <vector>
 
-#include "cli/tool_config.hpp"
 #include "common/status.hpp"
+#include "config/tool_config.hpp"
 
-namespace kreplay::cli {
+namespace kreplay::config {
 
 /// A parsed --kernel-iteration-range: 1-based, inclusive launch numbers of one kernel.
 ///
@@ -117,4 +117,4 @@ std::string_view kernel_function_name(std::string_view demangled);
 /// its scope ("gemm"). Duplicates removed; empty names left out.
 std::vector<std::string> kernel_name_forms(std::string_view demangled, std::string_view mangled);
 
-}  // namespace kreplay::cli
+}  // namespace kreplay::config

@@ -1,6 +1,6 @@
 // Pins: the ToolConfig JSON round trip, strict decoding, and the KREPLAY_TOOL_CONFIG contract
 // (inline JSON or @file, clear errors otherwise).
-#include "cli/tool_config.hpp"
+#include "config/tool_config.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-namespace kreplay::cli {
+namespace kreplay::config {
 namespace {
 
 ToolConfig full_config() {
@@ -227,4 +227,4 @@ TEST(ToolConfigEnv, FromEnvironment) {
 }
 
 }  // namespace
-}  // namespace kreplay::cli
+}  // namespace kreplay::config

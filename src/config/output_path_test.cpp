@@ -1,7 +1,7 @@
 // Pins: output-name tokens (long, short, %q{VAR}, %env{VAR}%, %%), rank precedence, errors for
 // unknown tokens and unset variables, the per-process test, and the claim rule for processes
 // that would write the same name (rocm-systems#7472).
-#include "cli/output_path.hpp"
+#include "config/output_path.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <map>
 
-namespace kreplay::cli {
+namespace kreplay::config {
 namespace {
 
 ExpansionContext context(std::map<std::string, std::string> env = {}) {
@@ -189,4 +189,4 @@ TEST_F(ClaimTest, UnwritableDirectoryIsClear) {
 }
 
 }  // namespace
-}  // namespace kreplay::cli
+}  // namespace kreplay::config

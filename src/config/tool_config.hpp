@@ -1,11 +1,11 @@
 // ToolConfig: everything the injected tool needs for one run of the application.
 //
-// The kreplay command builds one ToolConfig per application run (plan.hpp), serializes it to JSON
-// and hands it to the tool through the environment variable KREPLAY_TOOL_CONFIG, either inline or
-// as "@/path/to/file.json". The tool reads it back with load_tool_config_from_env(). Both sides
-// are built from this file, and the JSON carries a schema version that must match.
+// The kreplay command builds one ToolConfig per application run (cli/plan.hpp), serializes it to
+// JSON and hands it to the tool through the environment variable KREPLAY_TOOL_CONFIG, either
+// inline or as "@/path/to/file.json". The tool reads it back with load_tool_config_from_env().
+// Both sides are built from this file, and the JSON carries a schema version that must match.
 //
-// This header is part of kreplay_toolconfig, the light library the tool links (nlohmann_json,
+// This header is part of kreplay_config, the light library the tool links (nlohmann_json,
 // RE2, kreplay_common); it must not pull in CLI11 or yaml-cpp.
 #pragma once
 
@@ -20,7 +20,7 @@
 
 #include "common/status.hpp"
 
-namespace kreplay::cli {
+namespace kreplay::config {
 
 /// Version of the ToolConfig JSON. Bump it when a field changes meaning or is removed; the tool
 /// refuses a config written with another version (the command and the tool ship together).
@@ -38,8 +38,8 @@ enum class ReplayMode {
   kApplication,  ///< no in-process replay: one pass per run; several passes = several runs
   kKernel,       ///< each selected launch is replayed in place, once per pass
   kRange,        ///< consecutive launches are recorded as a range and the range is replayed
-  /// Only in settings (--replay-mode auto): planning resolves it to kRange, or to kKernel for a
-  /// request range replay does not serve (plan.cpp resolve_auto). A ToolConfig never holds it.
+  /// Only in settings (--replay-mode auto): planning (cli/plan.cpp resolve_auto) resolves it to
+  /// kRange, or to kKernel for a request range replay does not serve. A ToolConfig never holds it.
   kAuto,
 };
 
@@ -81,7 +81,7 @@ enum class PassKind {
 enum class OutputFormat { kSqlite, kCsv, kJson, kPerfetto };
 
 /// Accepted spellings, in the order the help text and the schema list them. The schema test
-/// (schema_test.cpp) checks that share/kreplay/input-schema.json lists exactly these.
+/// (cli/schema_test.cpp) checks that share/kreplay/input-schema.json lists exactly these.
 inline constexpr std::array<std::string_view, 4> kReplayModeNames = {"kernel", "auto",
                                                                      "application", "range"};
 inline constexpr std::array<std::string_view, 2> kReplayMemoryNames = {"all", "args"};
@@ -260,4 +260,4 @@ Result<ToolConfig> load_tool_config_from_env();
 /// Same, from a given value of the variable (tests, and tools that read it themselves).
 Result<ToolConfig> load_tool_config_from_value(std::string_view value);
 
-}  // namespace kreplay::cli
+}  // namespace kreplay::config

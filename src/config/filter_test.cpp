@@ -1,14 +1,14 @@
 // Pins: the iteration-range grammar (good and bad), kernel-name forms, and the filter pipeline:
 // include then exclude then -k, iteration counts per kernel per logical launch, launch-skip and
 // launch-count over what passed, statistics, and thread safety.
-#include "cli/filter.hpp"
+#include "config/filter.hpp"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
-namespace kreplay::cli {
+namespace kreplay::config {
 namespace {
 
 using Intervals = std::vector<std::pair<uint64_t, uint64_t>>;
@@ -336,4 +336,4 @@ TEST(KernelFilter, IsMovable) {
 }
 
 }  // namespace
-}  // namespace kreplay::cli
+}  // namespace kreplay::config
