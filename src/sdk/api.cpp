@@ -20,33 +20,43 @@ namespace {
 using kreplay::Status;
 using kreplay::sdk::Runtime;
 
-thread_local std::string tl_last_error;
+// The last error of the calling thread. A plain array, not a std::string: a tool may call the API
+// from an exit handler (finalize), after the main thread's thread-local destructors ran, and an
+// array has none to run.
+constexpr size_t kMaxErrorBytes = 4096;
+thread_local char tl_last_error[kMaxErrorBytes];
+
+void set_error(std::string_view message) {
+  const size_t n = std::min(message.size(), kMaxErrorBytes - 1);
+  if (n > 0) std::memcpy(tl_last_error, message.data(), n);
+  tl_last_error[n] = '\0';
+}
 
 kreplay_status_t report(const Status& s) {
-  tl_last_error = s.ok() ? std::string() : s.message();
+  set_error(s.ok() ? std::string_view() : std::string_view(s.message()));
   return s.code();
 }
 
 template <typename Fn>
 kreplay_status_t firewall(Fn&& fn) noexcept {
   try {
-    tl_last_error.clear();
+    tl_last_error[0] = '\0';
     return fn();
   } catch (const std::bad_alloc&) {
-    tl_last_error = "out of memory";
+    set_error("out of memory");
     return KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES;
   } catch (const std::exception& e) {
-    tl_last_error = std::string("internal error: ") + e.what();
-    KR_ERROR("{}", tl_last_error);
+    set_error(std::string("internal error: ") + e.what());
+    KR_ERROR("{}", static_cast<const char*>(tl_last_error));
     return KREPLAY_STATUS_ERROR_INTERNAL;
   } catch (...) {
-    tl_last_error = "internal error";
+    set_error("internal error");
     return KREPLAY_STATUS_ERROR_INTERNAL;
   }
 }
 
 kreplay_status_t fail(kreplay_status_t code, std::string message) {
-  tl_last_error = std::move(message);
+  set_error(message);
   return code;
 }
 
@@ -143,7 +153,7 @@ const char* kreplay_get_status_string(kreplay_status_t status) {
   return kStatus[status].text;
 }
 
-const char* kreplay_get_last_error_message(void) { return tl_last_error.c_str(); }
+const char* kreplay_get_last_error_message(void) { return tl_last_error; }
 
 const char* kreplay_get_replay_outcome_name(kreplay_replay_outcome_t outcome) {
   switch (outcome) {
