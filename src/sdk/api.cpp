@@ -23,7 +23,7 @@ using kreplay::sdk::Runtime;
 // The last error of the calling thread. A plain array, not a std::string: a tool may call the API
 // from an exit handler (finalize), after the main thread's thread-local destructors ran, and an
 // array has none to run.
-constexpr size_t kMaxErrorBytes = 4096;
+constexpr size_t kMaxErrorBytes = 1024;
 thread_local char tl_last_error[kMaxErrorBytes];
 
 void set_error(std::string_view message) {
