@@ -1,7 +1,9 @@
-// Pins: Status/Result propagation, env parsing, demangling, suggestions.
+// Pins: Status/Result propagation, env parsing, demangling, edit distance, suggestions, and that
+// errors print at every log level, quiet included.
 #include <gtest/gtest.h>
 
 #include "common/env.hpp"
+#include "common/logging.hpp"
 #include "common/status.hpp"
 #include "common/util.hpp"
 
@@ -51,6 +53,34 @@ TEST(Util, Demangles) {
   EXPECT_EQ(demangle("_Z7inplacePfmi"), "inplace(float*, unsigned long, int)");
   EXPECT_EQ(demangle("plain_c_name"), "plain_c_name");
   EXPECT_EQ(demangle("_Zgarbage"), "_Zgarbage");
+}
+
+TEST(Util, EditDistanceIsLevenshtein) {
+  EXPECT_EQ(edit_distance("", ""), 0u);
+  EXPECT_EQ(edit_distance("abc", ""), 3u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  EXPECT_EQ(edit_distance("gemm", "gemm"), 0u);
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);  // 2 substitutions, 1 insertion
+  EXPECT_EQ(edit_distance("sitting", "kitten"), 3u);  // symmetric
+  EXPECT_EQ(edit_distance("scale_ad", "scale_add"), 1u);
+  EXPECT_EQ(edit_distance("flaw", "lawn"), 2u);
+  EXPECT_EQ(edit_distance("ab", "ba"), 2u);  // no transpositions: two substitutions
+}
+
+TEST(Logging, ErrorsPrintAtEveryLevelQuietIncluded) {
+  const log::Level before = log::level();
+  log::set_level(log::Level::kQuiet);  // -q: "print only errors"
+  EXPECT_TRUE(log::enabled(log::Level::kError));
+  EXPECT_FALSE(log::enabled(log::Level::kWarning));
+  EXPECT_FALSE(log::enabled(log::Level::kInfo));
+  log::set_level(log::Level::kError);
+  EXPECT_TRUE(log::enabled(log::Level::kError));
+  EXPECT_FALSE(log::enabled(log::Level::kWarning));
+  log::set_level(log::Level::kInfo);
+  EXPECT_TRUE(log::enabled(log::Level::kWarning));
+  EXPECT_TRUE(log::enabled(log::Level::kInfo));
+  EXPECT_FALSE(log::enabled(log::Level::kDebug));
+  log::set_level(before);
 }
 
 TEST(Util, SuggestsCloseNames) {

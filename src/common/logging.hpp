@@ -25,7 +25,11 @@ bool parse_level(std::string_view text, Level* out);
 /// Write one tagged line if @p at is enabled.
 void write(Level at, std::string_view message);
 
-inline bool enabled(Level at) { return static_cast<int>(at) <= static_cast<int>(level()); }
+/// Whether a line at @p at prints. Errors always do: quiet (-q) silences all but errors.
+inline bool enabled(Level at) {
+  return static_cast<int>(at) <= static_cast<int>(Level::kError) ||
+         static_cast<int>(at) <= static_cast<int>(level());
+}
 
 /// Called before every line write() prints (nullptr: none). The terminal progress line
 /// (tool/progress.hpp) uses it to take itself off the screen before a message goes out.
