@@ -191,6 +191,17 @@ Status place_service_passes(const CliOptions& o, bool from_input_file,
   for (ToolConfig& c : *runs) {
     c.services = o.services;
     const bool counters = !c.pmc_groups.empty() || !c.metrics.empty() || !c.section_metrics.empty();
+    // A run without counters has no counter pass on any device: a position past 0 is refused
+    // here. With counters only the device knows their passes: the tool checks it at initialize.
+    for (const auto& spec : o.service_passes) {
+      if (counters || spec.after_counters <= 0 || spec.after_counters == PassSpec::kAfterAllCounters)
+        continue;
+      const std::string option = config::pass_position_option(spec.kind);
+      return InvalidArgument(
+          fmt::format("{} {} is past the counter passes: the run collects no counters, so the "
+                      "largest position is 0; drop {}",
+                      option, spec.after_counters, option));
+    }
     if (range && !counters) {
       // Nothing else for the range's first pass (the application's own): time it.
       PassSpec first;

@@ -2,6 +2,7 @@
 // gives, the one-line errors, and how the plan places the services' passes.
 #include "cli/service_options.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cli/plan_test_util.hpp"
@@ -142,6 +143,27 @@ TEST(ServiceOptions, ModesThatCannotConfineAPassAreRejected) {
   // Kernel replay named without counters is fine when a service asks for the passes.
   auto plan = plan_ok(parse_cli({"--pc-sampling", "--timing-pass", "--replay-mode", "kernel"}));
   EXPECT_EQ(plan.runs[0].config.replay_mode, ReplayMode::kKernel);
+}
+
+TEST(ServiceOptions, APositionPastARunWithoutCountersIsRefused) {
+  // No counters: no counter pass on any device, so the command knows 0 is the largest position.
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--pc-sampling", "--pc-sampling-pass-position", "99"},
+           {"--set", "none", "--pc-sampling", "--pc-sampling-pass-position", "1"},
+           {"--timing-pass", "--pc-sampling", "--pc-sampling-pass-position", "1"}}) {
+    EXPECT_EQ(plan_error(parse_cli(args)),
+              fmt::format("--pc-sampling-pass-position {} is past the counter passes: the run "
+                          "collects no counters, so the largest position is 0; drop "
+                          "--pc-sampling-pass-position",
+                          args[args.size() - 1]));
+  }
+  EXPECT_HAS(plan_error(parse_cli({"--sass-metrics", "smsp__sass_inst_executed",
+                                   "--sass-metrics-pass-position", "2", "--replay-mode", "range"})),
+             "--sass-metrics-pass-position 2 is past the counter passes");
+  // Position 0, or none: fine. With counters the device decides (the tool checks).
+  plan_ok(parse_cli({"--pc-sampling", "--pc-sampling-pass-position", "0"}));
+  plan_ok(parse_cli({"--pmc", "A", "--pc-sampling", "--pc-sampling-pass-position", "99"}));
+  plan_ok(parse_cli({"--pc-sampling", "--pc-sampling-pass-position", "99", "--set", "basic"}));
 }
 
 TEST(ServiceOptions, TheToolConfigCarriesTheServices) {

@@ -1,10 +1,12 @@
 #include "config/filter.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <re2/re2.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <unordered_map>
@@ -188,6 +190,23 @@ std::string_view without_scope(std::string_view name) {
   return name.substr(std::min(start, name.size()));
 }
 
+// "--option value", the value printable, bounded and quoted when it has blanks or is empty.
+std::string option_text(std::string_view option, std::string_view value) {
+  std::string v = printable(value, 80);
+  bool quote = v.empty() || v.find_first_of(" \t") != std::string::npos;
+  return quote ? fmt::format("{} \"{}\"", option, v) : fmt::format("{} {}", option, v);
+}
+
+// "a", "a and b", "a, b and c".
+std::string join_and(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += (i + 1 == items.size()) ? " and " : ", ";
+    out += items[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -285,32 +304,35 @@ struct KernelFilter::Impl {
   std::string exact_name;           // -k NAME
   IterationRange range;
 
+  // The name stage's verdict on a kernel: selected, or the option that rejected it.
+  enum class Name : uint8_t { kOk, kInclude, kExclude, kKernelName };
   struct Kernel {
-    bool name_ok = false;
-    uint64_t launches = 0;  // launches that passed the name stage
+    Name name = Name::kOk;
+    bool mangled_key = false;  // the map's key is the mangled name (else the demangled one)
+    uint64_t launches = 0;     // launches that passed the name stage
   };
   mutable std::mutex mu;
   std::unordered_map<std::string, Kernel, StringHash, std::equal_to<>> kernels;
   uint64_t window_launches = 0;  // launches that passed names and iterations
   FilterStats stats;
 
-  bool name_ok(std::string_view demangled, std::string_view mangled) const {
+  Name check_name(std::string_view demangled, std::string_view mangled) const {
     std::string derived;
     if (demangled.empty() && !mangled.empty()) {
       derived = demangle(mangled);
       demangled = derived;
     }
-    if (include && !partial_match(*include, demangled)) return false;
-    if (exclude && partial_match(*exclude, demangled)) return false;
+    if (include && !partial_match(*include, demangled)) return Name::kInclude;
+    if (exclude && partial_match(*exclude, demangled)) return Name::kExclude;
     if (name_regex || !exact_name.empty()) {
       std::vector<std::string> forms = kernel_name_forms(demangled, mangled);
       if (forms.empty()) forms.emplace_back();
       auto hit = [&](const std::string& form) {
         return name_regex ? partial_match(*name_regex, form) : form == exact_name;
       };
-      if (std::none_of(forms.begin(), forms.end(), hit)) return false;
+      if (std::none_of(forms.begin(), forms.end(), hit)) return Name::kKernelName;
     }
-    return true;
+    return Name::kOk;
   }
 };
 
@@ -361,19 +383,23 @@ bool KernelFilter::select(std::string_view demangled, std::string_view mangled) 
   if (it == s.kernels.end()) {
     // Match the names outside the lock: regexes over long names are the slow part.
     lock.unlock();
-    bool ok = s.name_ok(demangled, mangled);
+    Impl::Name verdict = s.check_name(demangled, mangled);
     lock.lock();
     auto [inserted, fresh] = s.kernels.try_emplace(std::string(key));
     if (fresh) {
-      inserted->second.name_ok = ok;
+      inserted->second.name = verdict;
+      inserted->second.mangled_key = !mangled.empty();
       ++s.stats.kernels_seen;
     }
     it = inserted;
   }
   Impl::Kernel& kernel = it->second;
   bool selected = false;
-  if (!kernel.name_ok) {
+  if (kernel.name != Impl::Name::kOk) {
     ++s.stats.rejected_by_name;
+    ++(kernel.name == Impl::Name::kInclude   ? s.stats.rejected_by_include
+       : kernel.name == Impl::Name::kExclude ? s.stats.rejected_by_exclude
+                                             : s.stats.rejected_by_kernel_name);
   } else if (!s.range.contains(++kernel.launches)) {
     ++s.stats.rejected_by_iteration;
   } else {
@@ -392,7 +418,7 @@ bool KernelFilter::select(std::string_view demangled, std::string_view mangled) 
 }
 
 bool KernelFilter::matches_name(std::string_view demangled, std::string_view mangled) const {
-  return impl_->name_ok(demangled, mangled);
+  return impl_->check_name(demangled, mangled) == Impl::Name::kOk;
 }
 
 bool KernelFilter::selects_everything() const {
@@ -409,6 +435,100 @@ bool KernelFilter::exhausted() const {
 FilterStats KernelFilter::stats() const {
   std::lock_guard lock(impl_->mu);
   return impl_->stats;
+}
+
+std::string KernelFilter::nothing_selected_line() const {
+  const Impl& s = *impl_;
+  std::lock_guard lock(s.mu);
+  const FilterStats& st = s.stats;
+  const uint64_t seen = st.selected + st.not_selected;
+  if (st.selected > 0 || seen == 0) return {};
+  const FilterOptions& o = s.options;
+  // The options that rejected launches, in the order the pipeline applies them.
+  std::vector<std::string> by;
+  if (st.rejected_by_include > 0)
+    by.push_back(option_text("--kernel-include-regex", o.include_regex));
+  if (st.rejected_by_exclude > 0)
+    by.push_back(option_text("--kernel-exclude-regex", o.exclude_regex));
+  if (st.rejected_by_kernel_name > 0) by.push_back(option_text("-k", o.kernel_name));
+  if (st.rejected_by_iteration > 0)
+    by.push_back(option_text("--kernel-iteration-range", o.iteration_range));
+  if (st.rejected_by_window > 0) {
+    by.push_back(o.launch_skip > 0 ? fmt::format("--launch-skip {}", o.launch_skip)
+                                   : fmt::format("--launch-count {}", o.launch_count));
+  }
+  if (by.empty()) return {};
+  std::string line =
+      fmt::format("{} selected none of {} launch{} of {} kernel{}", join_and(by), seen,
+                  seen == 1 ? "" : "es", st.kernels_seen, st.kernels_seen == 1 ? "" : "s");
+  // Names help only when the names decided: the kernels the run has, nearest to what was asked.
+  std::string_view wanted;
+  if (st.rejected_by_name == seen) {
+    if (st.rejected_by_kernel_name > 0) {
+      wanted = o.kernel_name;
+      if (wanted.substr(0, kRegexPrefix.size()) == kRegexPrefix)
+        wanted.remove_prefix(kRegexPrefix.size());
+    } else if (st.rejected_by_include > 0) {
+      wanted = o.include_regex;
+    }
+  }
+  if (wanted.empty()) return line;
+  std::vector<std::vector<std::string>> kernels;
+  kernels.reserve(s.kernels.size());
+  for (const auto& [key, kernel] : s.kernels) {
+    std::vector<std::string> forms =
+        kernel.mangled_key ? kernel_name_forms("", key) : kernel_name_forms(key, "");
+    // The mangled name is no name to suggest (-k takes it, but nobody types it).
+    if (kernel.mangled_key && key.starts_with("_Z")) std::erase(forms, key);
+    kernels.push_back(std::move(forms));
+  }
+  std::vector<std::string> close = closest_kernel_names(wanted, kernels);
+  if (close.empty()) return line;
+  for (auto& name : close) name = printable(name, 120);
+  return fmt::format("{}; the closest kernel name{}: {}", line, close.size() == 1 ? "" : "s",
+                     fmt::join(close, ", "));
+}
+
+std::vector<std::string> closest_kernel_names(std::string_view wanted,
+                                              const std::vector<std::vector<std::string>>& kernels,
+                                              size_t max) {
+  struct Near {
+    size_t distance;
+    const std::string* name;
+  };
+  auto before = [](const Near& a, const Near& b) {
+    return a.distance != b.distance ? a.distance < b.distance : *a.name < *b.name;
+  };
+  std::vector<Near> best;  // sorted by `before`, at most max, distinct names
+  if (max == 0) return {};
+  for (const auto& forms : kernels) {
+    const std::string* pick = nullptr;
+    size_t pick_distance = SIZE_MAX;
+    for (const std::string& form : forms) {
+      if (form.empty()) continue;
+      // The lengths alone bound the distance from below: a long name that cannot beat what is
+      // already found (this kernel's nearer form, or the max-th nearest so far) is not compared.
+      size_t lower =
+          form.size() > wanted.size() ? form.size() - wanted.size() : wanted.size() - form.size();
+      size_t bound = pick_distance;
+      if (best.size() == max) bound = std::min(bound, best.back().distance);
+      if (lower > bound) continue;
+      size_t d = edit_distance(form, wanted);
+      if (d < pick_distance || (d == pick_distance && form.size() < pick->size())) {
+        pick = &form;
+        pick_distance = d;
+      }
+    }
+    if (pick == nullptr) continue;
+    if (std::any_of(best.begin(), best.end(), [&](const Near& n) { return *n.name == *pick; }))
+      continue;
+    Near n{pick_distance, pick};
+    best.insert(std::upper_bound(best.begin(), best.end(), n, before), n);
+    if (best.size() > max) best.pop_back();
+  }
+  std::vector<std::string> out;
+  for (const Near& n : best) out.push_back(*n.name);
+  return out;
 }
 
 Status validate_filter_options(const FilterOptions& options) {

@@ -58,10 +58,13 @@ class IterationRange {
 struct FilterStats {
   uint64_t selected = 0;
   uint64_t not_selected = 0;
-  uint64_t rejected_by_name = 0;       ///< include / exclude / -k
-  uint64_t rejected_by_iteration = 0;  ///< --kernel-iteration-range
-  uint64_t rejected_by_window = 0;     ///< --launch-skip / --launch-count
-  uint64_t kernels_seen = 0;           ///< distinct kernels (by mangled name)
+  uint64_t rejected_by_name = 0;         ///< include / exclude / -k
+  uint64_t rejected_by_include = 0;      ///< of rejected_by_name: --kernel-include-regex
+  uint64_t rejected_by_exclude = 0;      ///< of rejected_by_name: --kernel-exclude-regex
+  uint64_t rejected_by_kernel_name = 0;  ///< of rejected_by_name: -k
+  uint64_t rejected_by_iteration = 0;    ///< --kernel-iteration-range
+  uint64_t rejected_by_window = 0;       ///< --launch-skip / --launch-count
+  uint64_t kernels_seen = 0;             ///< distinct kernels (by mangled name)
 };
 
 /// The runtime kernel filter of the injected tool.
@@ -96,6 +99,13 @@ class KernelFilter {
 
   FilterStats stats() const;
 
+  /// For the exit: when the filter saw launches and selected none of them, one line (no tag)
+  /// naming the options that rejected them, the launches and distinct kernels seen, and, when the
+  /// name stage rejected every launch because of -k or --kernel-include-regex, the closest
+  /// kernel names seen (closest_kernel_names), e.g. "-k nosuchkernel selected none of 10
+  /// launches of 2 kernels; the closest kernel names: scale_add, sum_reduce". "" otherwise.
+  std::string nothing_selected_line() const;
+
  private:
   struct Impl;
   explicit KernelFilter(std::unique_ptr<Impl> impl);
@@ -116,5 +126,13 @@ std::string_view kernel_function_name(std::string_view demangled);
 /// function name, the function name without template arguments ("ns::gemm"), and that without
 /// its scope ("gemm"). Duplicates removed; empty names left out.
 std::vector<std::string> kernel_name_forms(std::string_view demangled, std::string_view mangled);
+
+/// Up to @p max kernel names nearest to @p wanted by edit distance (common/util.hpp), however far:
+/// each kernel is the list of its names (the demangled forms -k compares, see kernel_name_forms)
+/// and offers the one nearest to @p wanted (ties: the shorter, then the first). Nearest first,
+/// ties by name; a name offered twice is listed once.
+std::vector<std::string> closest_kernel_names(std::string_view wanted,
+                                              const std::vector<std::vector<std::string>>& kernels,
+                                              size_t max = 3);
 
 }  // namespace kreplay::config

@@ -1,6 +1,7 @@
 // Pins: the iteration-range grammar (good and bad), kernel-name forms, and the filter pipeline:
 // include then exclude then -k, iteration counts per kernel per logical launch, launch-skip and
-// launch-count over what passed, statistics, and thread safety.
+// launch-count over what passed, statistics, thread safety, and the exit's line for a filter that
+// selected nothing, with the closest kernel names by edit distance.
 #include "config/filter.hpp"
 
 #include <gtest/gtest.h>
@@ -333,6 +334,126 @@ TEST(KernelFilter, IsMovable) {
   KernelFilter g = std::move(f);
   EXPECT_TRUE(g.select(kConv, kConvMangled));
   EXPECT_FALSE(g.select(kConv, kConvMangled));
+}
+
+TEST(ClosestKernelNames, NearestFirstHoweverFar) {
+  const std::vector<std::vector<std::string>> kernels = {
+      {"scale_add(float*, float, float, unsigned int)", "scale_add"},
+      {"sum_reduce(unsigned int const*, unsigned long long*, unsigned int)", "sum_reduce"}};
+  EXPECT_EQ(closest_kernel_names("scale_ad", kernels),
+            (std::vector<std::string>{"scale_add", "sum_reduce"}));
+  EXPECT_EQ(closest_kernel_names("sum_reduc", kernels),
+            (std::vector<std::string>{"sum_reduce", "scale_add"}));
+  // However far: a name unlike every kernel still gets the nearest ones.
+  EXPECT_EQ(closest_kernel_names("nosuchkernel", kernels).size(), 2u);
+  EXPECT_EQ(closest_kernel_names("x", kernels, 1).size(), 1u);
+  EXPECT_TRUE(closest_kernel_names("x", kernels, 0).empty());
+  EXPECT_TRUE(closest_kernel_names("x", {}).empty());
+  EXPECT_TRUE(closest_kernel_names("x", {{}, {""}}).empty());
+}
+
+TEST(ClosestKernelNames, AtMostMaxOneNamePerKernelTiesByName) {
+  const std::vector<std::vector<std::string>> kernels = {
+      {"gemm_b"}, {"gemm_a"}, {"gemm_c"}, {"gemm_d"}, {"conv"}};
+  // All four gemm_* are 1 away from "gemm_x": the first three by name.
+  EXPECT_EQ(closest_kernel_names("gemm_x", kernels),
+            (std::vector<std::string>{"gemm_a", "gemm_b", "gemm_c"}));
+  // A kernel offers its nearest form (ties: the shorter); the same name from two kernels once.
+  const std::vector<std::vector<std::string>> templates = {
+      {"void ns::gemm<float>(float*, int)", "ns::gemm<float>", "ns::gemm", "gemm"},
+      {"void ns::gemm<double>(double*, int)", "ns::gemm<double>", "ns::gemm", "gemm"},
+      {"conv(float*)", "conv"}};
+  EXPECT_EQ(closest_kernel_names("gem", templates), (std::vector<std::string>{"gemm", "conv"}));
+  EXPECT_EQ(closest_kernel_names("ns::gemm<flot>", templates, 1),
+            (std::vector<std::string>{"ns::gemm<float>"}));
+}
+
+TEST(ClosestKernelNames, LongNamesDoNotHideShortOnes) {
+  // A template name of 200 KiB: its length alone rules it out once nearer names are found, and
+  // its own short form still competes.
+  const std::string huge = "void big<" + std::string(200 * 1024, 'T') + ">(int)";
+  const std::vector<std::vector<std::string>> kernels = {
+      {"a_kernel"}, {"b_kernel"}, {"c_kernel"}, {huge, "big"}, {huge + "x"}};
+  EXPECT_EQ(closest_kernel_names("bog", kernels, 1), (std::vector<std::string>{"big"}));
+  EXPECT_EQ(closest_kernel_names("a_kernel", kernels),
+            (std::vector<std::string>{"a_kernel", "b_kernel", "c_kernel"}));
+}
+
+// Launches of gemm (2), gemm_naive (1) and conv (1), in that order.
+void launch_all(KernelFilter& f) {
+  f.select(kGemm, kGemmMangled);
+  f.select(kGemm, kGemmMangled);
+  f.select(kNaive, kNaiveMangled);
+  f.select(kConv, kConvMangled);
+}
+
+std::string nothing_line(const FilterOptions& o) {
+  KernelFilter f = make(o);
+  launch_all(f);
+  return f.nothing_selected_line();
+}
+
+TEST(KernelFilter, NothingSelectedNamesTheFilterAndTheClosestKernels) {
+  EXPECT_EQ(nothing_line(FilterOptions{.kernel_name = "gemm_naiv"}),
+            "-k gemm_naiv selected none of 4 launches of 3 kernels; the closest kernel names: "
+            "gemm_naive, gemm, conv");
+  // The names are the demangled ones -k matches, never the mangled one.
+  EXPECT_EQ(nothing_line(FilterOptions{.kernel_name = "_Z4conv"}),
+            "-k _Z4conv selected none of 4 launches of 3 kernels; the closest kernel names: "
+            "conv, gemm, gemm_naive");
+  // A regex is compared without its prefix.
+  EXPECT_EQ(nothing_line(FilterOptions{.kernel_name = "regex:^conv2d"}),
+            "-k regex:^conv2d selected none of 4 launches of 3 kernels; the closest kernel names: "
+            "conv, gemm, gemm_naive");
+  EXPECT_EQ(nothing_line(FilterOptions{.include_regex = "cnv"}),
+            "--kernel-include-regex cnv selected none of 4 launches of 3 kernels; the closest "
+            "kernel names: conv, gemm, gemm_naive");
+  // Exclude alone: the closest names would be the ones it excluded.
+  EXPECT_EQ(nothing_line(FilterOptions{.exclude_regex = "."}),
+            "--kernel-exclude-regex . selected none of 4 launches of 3 kernels");
+  // Each name option that rejected a kernel is named, in pipeline order.
+  EXPECT_EQ(nothing_line(FilterOptions{.include_regex = "gemm", .kernel_name = "conv"}),
+            "--kernel-include-regex gemm and -k conv selected none of 4 launches of 3 kernels; "
+            "the closest kernel names: conv, gemm, gemm_naive");
+}
+
+TEST(KernelFilter, NothingSelectedByIterationsOrWindow) {
+  EXPECT_EQ(nothing_line(FilterOptions{.iteration_range = "[20, 30]"}),
+            "--kernel-iteration-range \"[20, 30]\" selected none of 4 launches of 3 kernels");
+  EXPECT_EQ(nothing_line(FilterOptions{.iteration_range = "3"}),
+            "--kernel-iteration-range 3 selected none of 4 launches of 3 kernels");
+  EXPECT_EQ(nothing_line(FilterOptions{.launch_skip = 1000}),
+            "--launch-skip 1000 selected none of 4 launches of 3 kernels");
+  EXPECT_EQ(nothing_line(FilterOptions{.launch_skip = 1000, .launch_count = 5}),
+            "--launch-skip 1000 selected none of 4 launches of 3 kernels");
+  // A name that matched, then a range past its launches: both named, no names suggested.
+  EXPECT_EQ(nothing_line(FilterOptions{.kernel_name = "gemm", .iteration_range = "5"}),
+            "-k gemm and --kernel-iteration-range 5 selected none of 4 launches of 3 kernels");
+  EXPECT_EQ(nothing_line(FilterOptions{.kernel_name = "gemm", .launch_skip = 2}),
+            "-k gemm and --launch-skip 2 selected none of 4 launches of 3 kernels");
+  KernelFilter one = make(FilterOptions{.launch_skip = 1});
+  one.select(kConv, kConvMangled);
+  EXPECT_EQ(one.nothing_selected_line(), "--launch-skip 1 selected none of 1 launch of 1 kernel");
+}
+
+TEST(KernelFilter, NothingSelectedIsSaidOnlyWhenNothingWas) {
+  EXPECT_EQ(nothing_line({}), "");                                   // no filter
+  EXPECT_EQ(nothing_line(FilterOptions{.kernel_name = "conv"}), "");  // one selected
+  EXPECT_EQ(nothing_line(FilterOptions{.launch_skip = 3}), "");
+  EXPECT_EQ(make(FilterOptions{.kernel_name = "x"}).nothing_selected_line(), "");  // no launch
+  // The stats break the name stage's rejections down by option.
+  KernelFilter f = make(FilterOptions{.include_regex = "gemm", .exclude_regex = "naive",
+                                      .kernel_name = "regex:nomatch"});
+  launch_all(f);
+  FilterStats s = f.stats();
+  EXPECT_EQ(s.rejected_by_name, 4u);
+  EXPECT_EQ(s.rejected_by_include, 1u);
+  EXPECT_EQ(s.rejected_by_exclude, 1u);
+  EXPECT_EQ(s.rejected_by_kernel_name, 2u);
+  EXPECT_EQ(f.nothing_selected_line(),
+            "--kernel-include-regex gemm, --kernel-exclude-regex naive and -k regex:nomatch "
+            "selected none of 4 launches of 3 kernels; the closest kernel names: conv, gemm, "
+            "gemm_naive");
 }
 
 }  // namespace

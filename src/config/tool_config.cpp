@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -141,6 +142,12 @@ std::string_view to_string(SnapshotMode snapshot) {
 std::string_view to_string(PassKind kind) {
   const auto i = static_cast<size_t>(kind);
   return i < kPassKindNames.size() ? kPassKindNames[i] : "?";
+}
+
+std::string pass_position_option(PassKind kind) {
+  std::string name(to_string(kind));
+  std::replace(name.begin(), name.end(), '_', '-');
+  return kind == PassKind::kTiming ? "--timing-pass-position" : "--" + name + "-pass-position";
 }
 
 std::string_view to_string(OutputFormat format) {

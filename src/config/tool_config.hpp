@@ -106,6 +106,9 @@ std::string_view to_string(CacheControl cache_control);
 std::string_view to_string(SnapshotMode snapshot);
 std::string_view to_string(PassKind kind);
 std::string_view to_string(OutputFormat format);
+/// The command-line option that places a service's pass (PassSpec::after_counters), e.g.
+/// "--pc-sampling-pass-position" for kPcSampling, "--timing-pass-position" for kTiming.
+std::string pass_position_option(PassKind kind);
 std::optional<ReplayMode> parse_replay_mode(std::string_view text);
 std::optional<ReplayMemory> parse_replay_memory(std::string_view text);
 std::optional<GraphProfiling> parse_graph_profiling(std::string_view text);

@@ -67,8 +67,9 @@ PlannedPass service_pass(const config::PassSpec& spec) {
   return p;
 }
 
-// After the spec's after_counters-th counter pass (and after the passes already placed there), or
-// at the end when the agent has fewer counter passes.
+// After the spec's after_counters-th counter pass (and after the passes already placed there);
+// kAfterAllCounters is the end (plan_for_agent refuses any other position past the counter
+// passes).
 void place_after_counters(std::vector<PlannedPass>& passes, PlannedPass pass,
                           const config::PassSpec& spec) {
   const auto k = static_cast<uint64_t>(spec.after_counters);
@@ -182,6 +183,23 @@ Result<AgentPlan> plan_for_agent(const config::ToolConfig& config, uint32_t coun
     if (!placed && hw_passes > 0) place_counters();
   }
 
+  // A position past the agent's counter passes is refused: the pass would silently land after
+  // all of them, which is not what was asked.
+  const auto counter_passes = static_cast<uint64_t>(
+      std::count_if(plan.passes.begin(), plan.passes.end(),
+                    [](const PlannedPass& p) { return p.kind == PlannedPass::Kind::kCounters; }));
+  for (const auto& spec : config.passes) {
+    if (spec.after_counters < 0 || spec.after_counters == config::PassSpec::kAfterAllCounters ||
+        static_cast<uint64_t>(spec.after_counters) <= counter_passes)
+      continue;
+    const std::string option = config::pass_position_option(spec.kind);
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                 fmt::format("{} {} is past the counter passes: the run has {} counter pass{} on "
+                             "this device, so the largest position is {}; lower it, or drop {} "
+                             "to put the pass after all counter passes",
+                             option, spec.after_counters, counter_passes,
+                             counter_passes == 1 ? "" : "es", counter_passes, option));
+  }
   for (const auto& spec : config.passes) {
     if (spec.after_counters >= 0) place_after_counters(plan.passes, service_pass(spec), spec);
   }

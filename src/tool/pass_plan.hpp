@@ -10,7 +10,8 @@
 //    counter group was; timing passes keep their order around it.
 // A pass of another service (timing, PC sampling, SASS metrics, PM sampling) keeps its place among
 // the specs, or, with PassSpec::after_counters >= 0 (the command line's services), goes after that
-// many of the agent's counter passes (kAfterAllCounters: after all of them).
+// many of the agent's counter passes (kAfterAllCounters: after all of them; a position past the
+// agent's counter passes is an error naming the option and the largest position).
 // Rotation groups (no replay) get one config each. Section counters (--set, --section) join
 // --metrics where the agent has them.
 #pragma once
@@ -52,7 +53,9 @@ bool first_pass_completes(const AgentPlan& plan);
 using MakeConfig =
     std::function<Result<std::pair<uint64_t, uint64_t>>(const std::vector<std::string>&)>;
 
-/// Plan for one agent. Errors: a config the agent cannot build (the message names the group).
+/// Plan for one agent. Errors: a config the agent cannot build (the message names the group); a
+/// PassSpec::after_counters past the agent's counter passes (the message names the option, e.g.
+/// --pc-sampling-pass-position, and the largest position).
 /// Section counters (ToolConfig::section_metrics) are collected as --metrics after them, except
 /// those the agent has no config for: these are left out (AgentPlan::sections_missing) with one
 /// line naming @p agent_name ("this device" when empty): info when the sections are the default

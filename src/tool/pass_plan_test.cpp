@@ -168,12 +168,61 @@ TEST(PassPlan, CommandLineServicesGoAfterTheirCounterPasses) {
   EXPECT_EQ(kinds(*p), (std::vector<K>{K::kTiming, K::kCounters, K::kSassMetrics, K::kPmSampling,
                                        K::kCounters, K::kCounters, K::kCounters, K::kPcSampling}));
   EXPECT_EQ(p->passes.back().label, "pc_sampling");
-  // A position past the agent's counter passes is the end.
+  // A position equal to the agent's counter passes is the end.
   auto few = groups({{"a"}});
-  few.passes.push_back(service(K::kPcSampling, 5));
+  few.passes.push_back(service(K::kPcSampling, 1));
   auto q = plan_for_agent(few, 2, m.fn());
   ASSERT_TRUE(q.ok());
   EXPECT_EQ(kinds(*q), (std::vector<K>{K::kCounters, K::kPcSampling}));
+}
+
+TEST(PassPlan, APositionPastTheCounterPassesIsRefused) {
+  using K = config::PassKind;
+  Maker m;
+  auto few = groups({{"a"}});
+  few.passes.push_back(service(K::kPcSampling, 99));
+  auto q = plan_for_agent(few, 2, m.fn());
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().code(), KREPLAY_STATUS_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(q.status().message(),
+            "--pc-sampling-pass-position 99 is past the counter passes: the run has 1 counter "
+            "pass on this device, so the largest position is 1; lower it, or drop "
+            "--pc-sampling-pass-position to put the pass after all counter passes");
+  // On CUDA the device's scheduled passes count: 3 of them allow 3, not 4.
+  Maker cuda;
+  cuda.hw_passes = 3;
+  auto c = groups({{"a"}});
+  c.passes.push_back(service(K::kTiming, 3));
+  EXPECT_TRUE(plan_for_agent(c, 0, cuda.fn()).ok());
+  c.passes.back() = service(K::kTiming, 4);
+  auto r = plan_for_agent(c, 0, cuda.fn());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--timing-pass-position 4 is past the counter passes: the "
+                                      "run has 3 counter passes on this device, so the largest "
+                                      "position is 3"),
+            std::string::npos)
+      << r.status().message();
+  // No counters at all (the sections are not on this device): only 0 fits.
+  config::ToolConfig none;
+  none.section_metrics = {"not_here"};
+  none.sections_default = true;
+  none.passes.push_back(service(K::kSassMetrics, 1));
+  Maker host;
+  auto s = plan_for_agent(none, 2, [&](const std::vector<std::string>&)
+                                       -> Result<std::pair<uint64_t, uint64_t>> {
+    return Error(KREPLAY_STATUS_ERROR_COUNTER_NOT_FOUND, "no such counter");
+  });
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("--sass-metrics-pass-position 1 is past the counter "
+                                      "passes: the run has 0 counter passes on this device, so "
+                                      "the largest position is 0"),
+            std::string::npos)
+      << s.status().message();
+  none.passes.back() = service(K::kSassMetrics, 0);
+  EXPECT_TRUE(plan_for_agent(none, 2, [&](const std::vector<std::string>&)
+                                          -> Result<std::pair<uint64_t, uint64_t>> {
+                return Error(KREPLAY_STATUS_ERROR_COUNTER_NOT_FOUND, "no such counter");
+              }).ok());
 }
 
 TEST(PassPlan, CommandLineServicesFollowTheScheduledCounterPassesOnCuda) {

@@ -198,6 +198,10 @@ class Profiler final : public ServiceHost {
   static void query_storage(output::RunSummary& sum);
   std::atomic<uint64_t> launches_{0}, replayed_{0}, declined_{0}, not_selected_{0}, passes_{0};
   uint64_t counter_passes_lost_ = 0;  // guarded by mu_
+  /// Passes that asked for counters (pick_config gave a config) and why the last lost pass lost
+  /// them: when every such pass lost its counters, the exit says so as an error.
+  uint64_t counter_passes_asked_ = 0;  // guarded by mu_
+  std::string counter_lost_why_;       // guarded by mu_
   std::map<uint64_t, uint32_t> device_index_;  // agent handle -> device_index (set at initialize)
   std::set<uint32_t> devices_used_;            // devices that ran a launch; guarded by mu_
 

@@ -352,6 +352,7 @@ uint64_t Profiler::pick_config(const kreplay_dispatch_counting_data_t& data) {
   const Dispatch& d = it->second;
   if (d.rotation_config != 0) {
     it->second.counter_status.try_emplace(data.replay_pass, "ok");
+    ++counter_passes_asked_;
     return d.rotation_config;
   }
   if (pass == nullptr && d.plan && !d.plan->passes.empty() && data.replay_pass == 0) {
@@ -366,6 +367,7 @@ uint64_t Profiler::pick_config(const kreplay_dispatch_counting_data_t& data) {
   }
   if (pass == nullptr || pass->kind != PlannedPass::Kind::kCounters) return 0;
   it->second.counter_status.try_emplace(data.replay_pass, "ok");
+  if (pass->config != 0) ++counter_passes_asked_;
   return pass->config;
 }
 
@@ -389,6 +391,7 @@ void Profiler::on_counters(const kreplay_dispatch_counting_data_t& data,
       data.status != KREPLAY_STATUS_SUCCESS) {
     // The counters of this pass were lost: its pass record says so and the summary counts it.
     ++counter_passes_lost_;
+    if (data.status_message && *data.status_message) counter_lost_why_ = data.status_message;
     auto it = dispatches_.find(data.dispatch_info.dispatch_id);
     if (it != dispatches_.end()) it->second.counter_status[data.replay_pass] = "lost";
   }
@@ -573,6 +576,20 @@ void Profiler::finalize(bool from_signal) {
              : fmt::format("; the counters of {} passes were lost (counter_status 'lost' in the "
                            "passes table)",
                            sum.counter_passes_lost));
+  // A filter that selected nothing, and counters that were all lost, are said loudly: the run
+  // then collected nothing of what was asked, which the tally alone leaves to the reader.
+  // (Not on a signal: the interrupted thread may hold the filter's lock.)
+  if (filter && !from_signal) {
+    if (std::string line = filter->nothing_selected_line(); !line.empty()) KR_WARN("{}", line);
+  }
+  if (counter_passes_lost_ > 0 && counter_passes_lost_ >= counter_passes_asked_) {
+    KR_ERROR("the counters of all {} counted passes were lost{}, so this run has no counter "
+             "values; the usual cause is another profiler holding the GPU's counters (ncu, or a "
+             "DCGM or nvidia-smi profiling session): stop it and run again, or run without "
+             "counters (--set none)",
+             counter_passes_lost_,
+             counter_lost_why_.empty() ? std::string() : fmt::format(" ({})", counter_lost_why_));
+  }
   if (std::string line = divergence_.line(); !line.empty()) KR_WARN("{}", line);
   if (std::string line = range_tally_.line(); !line.empty()) KR_NOTICE("{}", line);
   if (std::string line = snapshot_tally_.line(sum); !line.empty()) KR_NOTICE("snapshots: {}", line);
