@@ -77,6 +77,7 @@ typedef enum kreplay_callback_tracing_kind_t {
   KREPLAY_CALLBACK_TRACING_MEMORY_ALLOCATION,  ///< device memory allocation and free
   KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY,      ///< the replay loop: CONFIG and PASS
   KREPLAY_CALLBACK_TRACING_RANGE_REPLAY,       ///< ranges of launches replayed as one unit
+  KREPLAY_CALLBACK_TRACING_MARKER,             ///< NVTX ranges and profiler start/stop (markers.h)
   KREPLAY_CALLBACK_TRACING_LAST,
 } kreplay_callback_tracing_kind_t;
 

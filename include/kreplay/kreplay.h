@@ -11,6 +11,7 @@
 #include "kreplay/counters.h"
 #include "kreplay/fwd.h"
 #include "kreplay/kernel_replay.h"
+#include "kreplay/markers.h"
 #include "kreplay/range_replay.h"
 #include "kreplay/registration.h"
 #include "kreplay/services.h"

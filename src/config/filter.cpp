@@ -8,10 +8,14 @@
 #include <charconv>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <set>
+#include <tuple>
 #include <mutex>
 #include <unordered_map>
 
 #include "common/util.hpp"
+#include "config/nvtx_filter.hpp"
 #include "config/text.hpp"
 
 namespace kreplay::config {
@@ -303,17 +307,24 @@ struct KernelFilter::Impl {
   std::unique_ptr<RE2> name_regex;  // -k regex:EXPR
   std::string exact_name;           // -k NAME
   IterationRange range;
+  KernelNameBase base = KernelNameBase::kFunction;
+  std::optional<KernelId> kernel_id;
+  // --kernel-id: launches per (context, stream, kernel key) that reached it
+  std::map<std::tuple<uint64_t, uint64_t, std::string>, uint64_t> invocations;
 
   // The name stage's verdict on a kernel: selected, or the option that rejected it.
   enum class Name : uint8_t { kOk, kInclude, kExclude, kKernelName };
   struct Kernel {
     Name name = Name::kOk;
+    bool id_name = true;       // --kernel-id's name part matches
     bool mangled_key = false;  // the map's key is the mangled name (else the demangled one)
     uint64_t launches = 0;     // launches that passed the name stage
   };
   mutable std::mutex mu;
   std::unordered_map<std::string, Kernel, StringHash, std::equal_to<>> kernels;
   uint64_t window_launches = 0;  // launches that passed names and iterations
+  // kernels whose launches stage 0 rejected (counted in kernels_seen once with `kernels`)
+  std::set<std::string, std::less<>> seen_outside_names;
   FilterStats stats;
 
   Name check_name(std::string_view demangled, std::string_view mangled) const {
@@ -325,7 +336,7 @@ struct KernelFilter::Impl {
     if (include && !partial_match(*include, demangled)) return Name::kInclude;
     if (exclude && partial_match(*exclude, demangled)) return Name::kExclude;
     if (name_regex || !exact_name.empty()) {
-      std::vector<std::string> forms = kernel_name_forms(demangled, mangled);
+      std::vector<std::string> forms = kernel_names_for_base(base, demangled, mangled);
       if (forms.empty()) forms.emplace_back();
       auto hit = [&](const std::string& form) {
         return name_regex ? partial_match(*name_regex, form) : form == exact_name;
@@ -367,6 +378,18 @@ Result<KernelFilter> KernelFilter::Create(const FilterOptions& options) {
     impl->exact_name = std::string(name);
   }
   ASSIGN_OR_RETURN(impl->range, IterationRange::Parse(options.iteration_range));
+  auto base = parse_kernel_name_base(options.kernel_name_base);
+  if (!base) {
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                 fmt::format("--kernel-name-base \"{}\" is not a name base; use function (the "
+                             "default), demangled or mangled",
+                             printable(options.kernel_name_base, 40)));
+  }
+  impl->base = *base;
+  if (!options.kernel_id.empty()) {
+    ASSIGN_OR_RETURN(impl->kernel_id, KernelId::Parse(options.kernel_id));
+  }
+  RETURN_IF_ERROR(validate_nvtx_expressions(options.nvtx_include, options.nvtx_exclude));
   return KernelFilter(std::move(impl));
 }
 
@@ -376,30 +399,61 @@ KernelFilter& KernelFilter::operator=(KernelFilter&&) noexcept = default;
 KernelFilter::~KernelFilter() = default;
 
 bool KernelFilter::select(std::string_view demangled, std::string_view mangled) {
+  return select(Launch{demangled, mangled});
+}
+
+bool KernelFilter::select(const Launch& launch) {
   Impl& s = *impl_;
+  const std::string_view demangled = launch.demangled, mangled = launch.mangled;
   std::string_view key = mangled.empty() ? demangled : mangled;
   std::unique_lock lock(s.mu);
+  if (launch.markers != Markers::kSelected) {
+    // Stage 0: not counted by any later stage (ncu counts --launch-skip inside the selection).
+    ++(launch.markers == Markers::kNvtx ? s.stats.rejected_by_nvtx : s.stats.rejected_by_profiler);
+    ++s.stats.not_selected;
+    // The kernel is still one the run saw (its names are matched when a launch reaches them).
+    if (s.seen_outside_names.insert(std::string(key)).second && s.kernels.find(key) == s.kernels.end())
+      ++s.stats.kernels_seen;
+    return false;
+  }
   auto it = s.kernels.find(key);
   if (it == s.kernels.end()) {
     // Match the names outside the lock: regexes over long names are the slow part.
     lock.unlock();
     Impl::Name verdict = s.check_name(demangled, mangled);
     lock.lock();
+    bool id_name = !s.kernel_id || s.kernel_id->name_matches(
+                                       kernel_names_for_base(s.base, demangled, mangled));
     auto [inserted, fresh] = s.kernels.try_emplace(std::string(key));
     if (fresh) {
       inserted->second.name = verdict;
+      inserted->second.id_name = id_name;
       inserted->second.mangled_key = !mangled.empty();
-      ++s.stats.kernels_seen;
+      if (!s.seen_outside_names.contains(key)) ++s.stats.kernels_seen;
     }
     it = inserted;
   }
   Impl::Kernel& kernel = it->second;
   bool selected = false;
+  // --kernel-id: context, stream and name, then the invocation of this launch among those.
+  bool id_ok = true;
+  if (kernel.name == Impl::Name::kOk && s.kernel_id) {
+    const KernelId& id = *s.kernel_id;
+    id_ok = kernel.id_name && (!id.context || *id.context == launch.context) &&
+            (!id.stream || *id.stream == launch.stream);
+    if (id_ok && id.invocation) {
+      uint64_t n = ++s.invocations[{launch.context, launch.stream, std::string(key)}];
+      id_ok = n == *id.invocation;
+    }
+  }
   if (kernel.name != Impl::Name::kOk) {
     ++s.stats.rejected_by_name;
     ++(kernel.name == Impl::Name::kInclude   ? s.stats.rejected_by_include
        : kernel.name == Impl::Name::kExclude ? s.stats.rejected_by_exclude
                                              : s.stats.rejected_by_kernel_name);
+  } else if (!id_ok) {
+    ++s.stats.rejected_by_name;
+    ++s.stats.rejected_by_kernel_id;
   } else if (!s.range.contains(++kernel.launches)) {
     ++s.stats.rejected_by_iteration;
   } else {
@@ -424,7 +478,13 @@ bool KernelFilter::matches_name(std::string_view demangled, std::string_view man
 bool KernelFilter::selects_everything() const {
   const Impl& s = *impl_;
   return !s.include && !s.exclude && !s.name_regex && s.exact_name.empty() && s.range.all() &&
-         s.options.launch_skip == 0 && s.options.launch_count == 0;
+         s.options.launch_skip == 0 && s.options.launch_count == 0 && !s.kernel_id &&
+         !uses_markers();
+}
+
+bool KernelFilter::uses_markers() const {
+  const FilterOptions& o = impl_->options;
+  return !o.profile_from_start || !o.nvtx_include.empty() || !o.nvtx_exclude.empty();
 }
 
 bool KernelFilter::exhausted() const {
@@ -446,11 +506,22 @@ std::string KernelFilter::nothing_selected_line() const {
   const FilterOptions& o = s.options;
   // The options that rejected launches, in the order the pipeline applies them.
   std::vector<std::string> by;
+  if (st.rejected_by_profiler > 0) {
+    by.emplace_back(st.rejected_by_profiler == seen
+                        ? "--profile-from-start off (no launch came between cudaProfilerStart and "
+                          "cudaProfilerStop)"
+                        : "--profile-from-start off");
+  }
+  if (st.rejected_by_nvtx > 0) {
+    for (const auto& e : o.nvtx_include) by.push_back(option_text("--nvtx-include", e));
+    for (const auto& e : o.nvtx_exclude) by.push_back(option_text("--nvtx-exclude", e));
+  }
   if (st.rejected_by_include > 0)
     by.push_back(option_text("--kernel-include-regex", o.include_regex));
   if (st.rejected_by_exclude > 0)
     by.push_back(option_text("--kernel-exclude-regex", o.exclude_regex));
   if (st.rejected_by_kernel_name > 0) by.push_back(option_text("-k", o.kernel_name));
+  if (st.rejected_by_kernel_id > 0) by.push_back(option_text("--kernel-id", o.kernel_id));
   if (st.rejected_by_iteration > 0)
     by.push_back(option_text("--kernel-iteration-range", o.iteration_range));
   if (st.rejected_by_window > 0) {

@@ -3,9 +3,14 @@
 // The filters come from FilterOptions (tool_config.hpp) and are applied as a pipeline, each stage
 // seeing only the launches the previous one passed:
 //
+//   0. markers:    --profile-from-start off (between cudaProfilerStart and Stop) and
+//                  --nvtx-include / --nvtx-exclude: the caller decides them from the markers it
+//                  saw (nvtx_filter.hpp) and passes the verdict in Launch::markers;
 //   1. names:      --kernel-include-regex (RE2 partial match on the demangled name), then
 //                  --kernel-exclude-regex (same, a match rejects), then -k/--kernel-name
-//                  (exact, or "regex:EXPR");
+//                  (exact, or "regex:EXPR"), then --kernel-id (kernel_id.hpp; its invocation is
+//                  counted per context, stream and kernel over every launch that reached it);
+//                  -k and --kernel-id compare the names --kernel-name-base chooses;
 //   2. iterations: --kernel-iteration-range, counted per kernel over the launches that passed 1;
 //   3. window:     --launch-skip N / --launch-count M, counted over the launches that passed 1
 //                  and 2 (ncu semantics: skip N, then profile the next M).
@@ -22,6 +27,7 @@
 #include <vector>
 
 #include "common/status.hpp"
+#include "config/kernel_id.hpp"
 #include "config/tool_config.hpp"
 
 namespace kreplay::config {
@@ -62,6 +68,9 @@ struct FilterStats {
   uint64_t rejected_by_include = 0;      ///< of rejected_by_name: --kernel-include-regex
   uint64_t rejected_by_exclude = 0;      ///< of rejected_by_name: --kernel-exclude-regex
   uint64_t rejected_by_kernel_name = 0;  ///< of rejected_by_name: -k
+  uint64_t rejected_by_kernel_id = 0;    ///< of rejected_by_name: --kernel-id
+  uint64_t rejected_by_profiler = 0;     ///< --profile-from-start off: outside start/stop
+  uint64_t rejected_by_nvtx = 0;         ///< --nvtx-include / --nvtx-exclude
   uint64_t rejected_by_iteration = 0;    ///< --kernel-iteration-range
   uint64_t rejected_by_window = 0;       ///< --launch-skip / --launch-count
   uint64_t kernels_seen = 0;             ///< distinct kernels (by mangled name)
@@ -74,6 +83,16 @@ struct FilterStats {
 /// because it advances the iteration and launch counters.
 class KernelFilter {
  public:
+  /// Stage 0's verdict, decided by the caller from the markers (see the top of this file).
+  enum class Markers { kSelected, kProfilerStopped, kNvtx };
+  /// One logical launch.
+  struct Launch {
+    std::string_view demangled, mangled;
+    uint64_t context = 0;  ///< --kernel-id's context: the device index
+    uint64_t stream = 0;   ///< --kernel-id's stream: the stream id the results show
+    Markers markers = Markers::kSelected;
+  };
+
   /// Compile @p options. Errors (one line each): a bad regex (with RE2's message), a bad
   /// iteration range (see IterationRange::Parse), an empty "regex:" name.
   static Result<KernelFilter> Create(const FilterOptions& options);
@@ -87,12 +106,15 @@ class KernelFilter {
   /// Decide one logical launch of the kernel named @p demangled / @p mangled. Either name may be
   /// empty (a missing demangled name is derived from the mangled one). Advances the counters.
   bool select(std::string_view demangled, std::string_view mangled);
+  bool select(const Launch& launch);
 
   /// Stage 1 only, without touching any counter.
   bool matches_name(std::string_view demangled, std::string_view mangled) const;
 
   /// True when every launch is selected (no filter set): the tool may skip the call.
   bool selects_everything() const;
+  /// True when stage 0 has work: --profile-from-start off or an NVTX expression.
+  bool uses_markers() const;
 
   /// True once --launch-count launches have been selected: no later launch will be.
   bool exhausted() const;

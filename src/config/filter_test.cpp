@@ -456,5 +456,113 @@ TEST(KernelFilter, NothingSelectedIsSaidOnlyWhenNothingWas) {
             "gemm_naive");
 }
 
+// ---- markers (stage 0), --kernel-id, --kernel-name-base ----
+
+using Launch = KernelFilter::Launch;
+using Markers = KernelFilter::Markers;
+
+TEST(KernelFilter, MarkerRejectionsAreNotCountedByTheWindow) {
+  // ncu: --launch-skip/--launch-count count inside the NVTX selection.
+  KernelFilter f = make(FilterOptions{.launch_skip = 1, .launch_count = 2,
+                                      .nvtx_include = {"step/"}});
+  EXPECT_TRUE(f.uses_markers());
+  EXPECT_FALSE(f.selects_everything());
+  EXPECT_FALSE(f.select(Launch{kConv, kConvMangled, 0, 0, Markers::kNvtx}));
+  EXPECT_FALSE(f.select(Launch{kConv, kConvMangled, 0, 0, Markers::kNvtx}));
+  EXPECT_FALSE(f.select(Launch{kConv, kConvMangled}));  // skipped: the first inside
+  EXPECT_TRUE(f.select(Launch{kConv, kConvMangled}));
+  EXPECT_FALSE(f.select(Launch{kGemm, kGemmMangled, 0, 0, Markers::kNvtx}));
+  EXPECT_TRUE(f.select(Launch{kGemm, kGemmMangled}));
+  EXPECT_FALSE(f.select(Launch{kConv, kConvMangled}));  // count reached
+  FilterStats st = f.stats();
+  EXPECT_EQ(st.rejected_by_nvtx, 3u);
+  EXPECT_EQ(st.rejected_by_window, 2u);
+  EXPECT_EQ(st.selected, 2u);
+  EXPECT_EQ(st.kernels_seen, 2u);
+}
+
+TEST(KernelFilter, NothingSelectedNamesTheMarkerFilters) {
+  KernelFilter nvtx = make(FilterOptions{.nvtx_include = {"step/"}, .nvtx_exclude = {"warm up/"}});
+  nvtx.select(Launch{kConv, kConvMangled, 0, 0, Markers::kNvtx});
+  nvtx.select(Launch{kGemm, kGemmMangled, 0, 0, Markers::kNvtx});
+  EXPECT_EQ(nvtx.nothing_selected_line(),
+            "--nvtx-include step/ and --nvtx-exclude \"warm up/\" selected none of 2 launches of "
+            "2 kernels");
+  KernelFilter prof = make(FilterOptions{.profile_from_start = false});
+  EXPECT_TRUE(prof.uses_markers());
+  prof.select(Launch{kConv, kConvMangled, 0, 0, Markers::kProfilerStopped});
+  EXPECT_EQ(prof.nothing_selected_line(),
+            "--profile-from-start off (no launch came between cudaProfilerStart and "
+            "cudaProfilerStop) selected none of 1 launch of 1 kernel");
+  KernelFilter id = make(FilterOptions{.kernel_id = "::conv:9"});
+  id.select(Launch{kConv, kConvMangled});
+  EXPECT_EQ(id.nothing_selected_line(), "--kernel-id ::conv:9 selected none of 1 launch of 1 kernel");
+}
+
+TEST(KernelId, PartsAreOptionalAndTheNameMayHoldColons) {
+  auto id = KernelId::Parse("0:7:ns::gemm:3");
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  EXPECT_EQ(id->context, 0u);
+  EXPECT_EQ(id->stream, 7u);
+  EXPECT_EQ(id->name, "ns::gemm");
+  EXPECT_EQ(id->invocation, 3u);
+  auto any = KernelId::Parse(":::");
+  ASSERT_TRUE(any.ok());
+  EXPECT_FALSE(any->context || any->stream || any->invocation);
+  EXPECT_TRUE(any->any_name());
+  auto re = KernelId::Parse("::regex:^ns::ge:");
+  ASSERT_TRUE(re.ok()) << re.status().message();
+  EXPECT_TRUE(re->name_matches({"ns::gemm"}));
+  EXPECT_FALSE(re->name_matches({"gemm"}));
+  for (std::string_view bad : {"gemm", "::gemm", "x::gemm:1", ":y:gemm:1", "::gemm:z", "::gemm:0",
+                               "::regex::", "::regex:(:"}) {
+    auto r = KernelId::Parse(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("write context:stream:name:invocation"), std::string::npos)
+        << r.status().message();
+  }
+}
+
+TEST(KernelFilter, KernelIdCountsInvocationsPerContextStreamAndKernel) {
+  KernelFilter f = make(FilterOptions{.kernel_id = ":5:gemm:2"});
+  EXPECT_FALSE(f.select(Launch{kGemm, kGemmMangled, 0, 5}));   // gemm on stream 5: 1st
+  EXPECT_FALSE(f.select(Launch{kGemm, kGemmMangled, 0, 6}));   // another stream
+  EXPECT_FALSE(f.select(Launch{kConv, kConvMangled, 0, 5}));   // another kernel
+  EXPECT_TRUE(f.select(Launch{kGemm, kGemmMangled, 0, 5}));    // 2nd
+  EXPECT_FALSE(f.select(Launch{kGemm, kGemmMangled, 0, 5}));   // 3rd
+  EXPECT_TRUE(f.select(Launch{kGemm, kGemmMangled, 1, 5}) == false);  // context 1: its 1st
+  EXPECT_TRUE(f.select(Launch{kGemm, kGemmMangled, 1, 5}));    // context 1: its 2nd
+  EXPECT_EQ(f.stats().rejected_by_kernel_id, 5u);
+  KernelFilter all = make(FilterOptions{.kernel_id = "1:::"});
+  EXPECT_FALSE(all.select(Launch{kConv, kConvMangled, 0, 3}));
+  EXPECT_TRUE(all.select(Launch{kConv, kConvMangled, 1, 3}));
+}
+
+TEST(KernelFilter, NameBaseChoosesWhatKAndKernelIdCompare) {
+  // function (the default): the function name's forms, and the full names as before.
+  KernelFilter fn = make(FilterOptions{.kernel_name = "gemm"});
+  EXPECT_TRUE(fn.select(kGemm, kGemmMangled));
+  KernelFilter dem = make(FilterOptions{.kernel_name = "gemm", .kernel_name_base = "demangled"});
+  EXPECT_FALSE(dem.select(kGemm, kGemmMangled));
+  KernelFilter dem_full = make(FilterOptions{.kernel_name = kGemm, .kernel_name_base = "demangled"});
+  EXPECT_TRUE(dem_full.select(kGemm, kGemmMangled));
+  KernelFilter dem_re = make(FilterOptions{.kernel_name = "regex:\\(float\\*", .kernel_name_base = "demangled"});
+  EXPECT_TRUE(dem_re.select(kGemm, kGemmMangled));
+  KernelFilter mangled = make(FilterOptions{.kernel_name = "regex:^_ZN2ns", .kernel_name_base = "mangled"});
+  EXPECT_TRUE(mangled.select(kGemm, kGemmMangled));
+  EXPECT_FALSE(mangled.select(kConv, kConvMangled));
+  KernelFilter mangled_fn = make(FilterOptions{.kernel_name = "gemm", .kernel_name_base = "mangled"});
+  EXPECT_FALSE(mangled_fn.select(kGemm, kGemmMangled));
+  KernelFilter id = make(FilterOptions{.kernel_id = "::_Z4convPf:", .kernel_name_base = "mangled"});
+  EXPECT_TRUE(id.select(Launch{kConv, kConvMangled}));
+  auto bad = KernelFilter::Create(FilterOptions{.kernel_name_base = "short"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("use function (the default), demangled or mangled"),
+            std::string::npos);
+  auto bad_nvtx = KernelFilter::Create(FilterOptions{.nvtx_include = {"a//b"}});
+  ASSERT_FALSE(bad_nvtx.ok());
+  EXPECT_NE(bad_nvtx.status().message().find("--nvtx-include \"a//b\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kreplay::config

@@ -61,7 +61,10 @@ Enum enum_at(const json& j, const char* key, std::optional<Enum> (*parse)(std::s
 json filters_to_json(const FilterOptions& f) {
   return json{{"include_regex", f.include_regex}, {"exclude_regex", f.exclude_regex},
               {"kernel_name", f.kernel_name},     {"iteration_range", f.iteration_range},
-              {"launch_skip", f.launch_skip},     {"launch_count", f.launch_count}};
+              {"launch_skip", f.launch_skip},     {"launch_count", f.launch_count},
+              {"nvtx_include", f.nvtx_include},   {"nvtx_exclude", f.nvtx_exclude},
+              {"profile_from_start", f.profile_from_start},
+              {"kernel_id", f.kernel_id},         {"kernel_name_base", f.kernel_name_base}};
 }
 
 FilterOptions filters_from_json(const json& j) {
@@ -72,6 +75,11 @@ FilterOptions filters_from_json(const json& j) {
   j.at("iteration_range").get_to(f.iteration_range);
   j.at("launch_skip").get_to(f.launch_skip);
   j.at("launch_count").get_to(f.launch_count);
+  j.at("nvtx_include").get_to(f.nvtx_include);
+  j.at("nvtx_exclude").get_to(f.nvtx_exclude);
+  j.at("profile_from_start").get_to(f.profile_from_start);
+  j.at("kernel_id").get_to(f.kernel_id);
+  j.at("kernel_name_base").get_to(f.kernel_name_base);
   return f;
 }
 

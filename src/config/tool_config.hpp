@@ -87,6 +87,9 @@ inline constexpr std::array<std::string_view, 4> kReplayModeNames = {"kernel", "
 inline constexpr std::array<std::string_view, 2> kReplayMemoryNames = {"all", "args"};
 inline constexpr std::array<std::string_view, 2> kGraphProfilingNames = {"node", "graph"};
 inline constexpr std::array<std::string_view, 2> kCacheControlNames = {"all", "none"};
+inline constexpr std::array<std::string_view, 3> kKernelNameBaseNames = {"function", "demangled",
+                                                                         "mangled"};
+inline constexpr std::array<std::string_view, 2> kProfileFromStartNames = {"on", "off"};
 inline constexpr std::array<std::string_view, 3> kSnapshotModeNames = {"auto", "full",
                                                                        "write-set"};
 /// --clock-control: kreplay never changes clocks on a shared GPU, so only "none" is accepted.
@@ -126,6 +129,16 @@ struct FilterOptions {
   std::string iteration_range{};  ///< per-kernel launch numbers, e.g. "[1-3, 5]"; "" = every launch
   uint64_t launch_skip = 0;       ///< launches passing the filters above to skip first
   uint64_t launch_count = 0;      ///< then select at most this many; 0 = no limit
+  /// --nvtx-include / --nvtx-exclude: NVTX expressions (nvtx_filter.hpp), checked before the names
+  std::vector<std::string> nvtx_include{};
+  std::vector<std::string> nvtx_exclude{};
+  /// --profile-from-start off: nothing is selected before cudaProfilerStart / after its Stop
+  bool profile_from_start = true;
+  /// --kernel-id: ncu's "context:stream:name:invocation", each part optional (filter.hpp)
+  std::string kernel_id{};
+  /// --kernel-name-base: what -k and --kernel-id compare: "function" (default), "demangled",
+  /// "mangled"; "" is the default
+  std::string kernel_name_base{};
 
   bool operator==(const FilterOptions&) const = default;
 };

@@ -104,6 +104,7 @@ const char* kind_name(kreplay_callback_tracing_kind_t kind) {
     case KREPLAY_CALLBACK_TRACING_MEMORY_ALLOCATION: return "MEMORY_ALLOCATION";
     case KREPLAY_CALLBACK_TRACING_KERNEL_REPLAY: return "KERNEL_REPLAY";
     case KREPLAY_CALLBACK_TRACING_RANGE_REPLAY: return "RANGE_REPLAY";
+    case KREPLAY_CALLBACK_TRACING_MARKER: return "MARKER";
     default: return nullptr;
   }
 }
@@ -120,6 +121,16 @@ const char* operation_name(kreplay_callback_tracing_kind_t kind, uint32_t op) {
       if (op == KREPLAY_MEMORY_ALLOCATION_ALLOCATE) return "ALLOCATE";
       if (op == KREPLAY_MEMORY_ALLOCATION_FREE) return "FREE";
       return nullptr;
+    case KREPLAY_CALLBACK_TRACING_MARKER:
+      switch (op) {
+        case KREPLAY_MARKER_RANGE_PUSH: return "RANGE_PUSH";
+        case KREPLAY_MARKER_RANGE_POP: return "RANGE_POP";
+        case KREPLAY_MARKER_RANGE_START: return "RANGE_START";
+        case KREPLAY_MARKER_RANGE_END: return "RANGE_END";
+        case KREPLAY_MARKER_PROFILER_START: return "PROFILER_START";
+        case KREPLAY_MARKER_PROFILER_STOP: return "PROFILER_STOP";
+        default: return nullptr;
+      }
     case KREPLAY_CALLBACK_TRACING_RANGE_REPLAY:
       switch (op) {
         case KREPLAY_RANGE_REPLAY_CONFIG: return "CONFIG";
@@ -326,6 +337,18 @@ kreplay_status_t kreplay_range_replay_close_open(uint64_t timeout_ms, uint64_t* 
   return firewall([&] {
     return report(Runtime::get().engine().close_open_ranges(KREPLAY_RANGE_CLOSE_SIGNAL, timeout_ms,
                                                             open_launches));
+  });
+}
+
+kreplay_status_t kreplay_range_replay_close_at_marker(void) {
+  return firewall([&] {
+    auto& engine = Runtime::get().engine();
+    if (kreplay::replay::Engine::in_range_machinery() || kreplay::replay::Engine::in_window()) {
+      return fail(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
+                  "ranges cannot be closed from inside kreplay's own replay");
+    }
+    engine.range_barrier(0, KREPLAY_RANGE_CLOSE_MARKER);
+    return KREPLAY_STATUS_SUCCESS;
   });
 }
 

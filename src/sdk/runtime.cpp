@@ -400,6 +400,25 @@ void Runtime::notify(kreplay_callback_tracing_kind_t kind, uint32_t operation,
   }
 }
 
+void Runtime::marker(kreplay_marker_operation_t op, const char* message, const char* domain,
+                     uint64_t range_id) {
+  if (!markers_wanted()) return;
+  kreplay_callback_tracing_marker_data_t p{};
+  p.size = sizeof(p);
+  const bool named = op == KREPLAY_MARKER_RANGE_PUSH || op == KREPLAY_MARKER_RANGE_START;
+  p.message = named ? (message ? message : "") : nullptr;
+  p.domain = domain ? domain : "";
+  p.range_id = range_id;
+  notify(KREPLAY_CALLBACK_TRACING_MARKER, op, KREPLAY_CALLBACK_PHASE_ENTER, &p);
+}
+
+bool Runtime::markers_wanted() const {
+  for (const auto& c : registry_.contexts()) {
+    if (c->callbacks[KREPLAY_CALLBACK_TRACING_MARKER].callback != nullptr) return true;
+  }
+  return false;
+}
+
 uint64_t Runtime::register_code_object(uint64_t agent, const std::string& module_name) {
   uint64_t id = 0;
   {

@@ -82,6 +82,14 @@ class Runtime {
   Status set_replay_options(const kreplay_kernel_replay_options_t& options);
   Status set_range_options(const kreplay_range_replay_options_t& options);
 
+  /// A marker of the application (markers.h): delivered to the MARKER subscribers. @p message
+  /// and @p domain may be NULL (delivered as documented in markers.h).
+  void marker(kreplay_marker_operation_t op, const char* message, const char* domain,
+              uint64_t range_id);
+  /// Whether any context subscribes to MARKER (backends enable their marker callbacks only then).
+  /// Known once the tools are initialized.
+  bool markers_wanted() const;
+
   /// Fire a callback-tracing event of a non-dispatch kind to every active subscriber.
   void notify(kreplay_callback_tracing_kind_t kind, uint32_t operation,
               kreplay_callback_phase_t phase, void* payload);
