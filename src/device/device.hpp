@@ -241,6 +241,19 @@ class Launch {
   }
 };
 
+/// A memory operation of the application recorded into a range (range replay, DESIGN.md §2b): a
+/// memset, a copy between device memory, or a copy from host bytes the backend captured when the
+/// application made the call. The range's later passes submit it again, in order with the range's
+/// launches. Used only by the thread that holds the range.
+class MemoryOp {
+ public:
+  virtual ~MemoryOp() = default;
+  /// Submit the operation again on its stream, as the application's call did (passes > 0).
+  virtual Status resubmit() = 0;
+  /// Wait until the most recent submission (on pass 0: the application's own call) completed.
+  virtual Status wait(uint64_t timeout_ms) = 0;
+};
+
 /// A device, as the engine drives it.
 class Device {
  public:

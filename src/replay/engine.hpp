@@ -123,6 +123,11 @@ class LaunchWork final : public PassWork {
 struct RangeLaunch;
 struct RangeState;
 
+/// KREPLAY_RANGE_CAPTURE_BYTES, else 64 MiB (RangeOptions::capture_bytes).
+uint64_t default_range_capture_bytes();
+/// KREPLAY_RANGE_MEMORY: `join` (default) or `close` (RangeOptions::join_memory).
+bool default_range_join_memory();
+
 struct RangeOptions {
   uint64_t max_launches = 64;           ///< close a range at this many launches
   enum class Marker { kNone, kCudaProfiler, kNvtx } marker = Marker::kNone;
@@ -131,6 +136,12 @@ struct RangeOptions {
   /// launches can have written no memory the host sees without a call (range_sync); false: every
   /// synchronization closes the range.
   bool span_syncs = true;
+  /// Memsets, copies into device memory, allocations and frees made on the range's thread (and
+  /// streams) join the open range (range_memops.cpp); false: each of them closes it.
+  bool join_memory = default_range_join_memory();
+  /// A host-to-device copy joins a range with its source bytes captured when the call is made;
+  /// one that would take the bytes a range captured past this closes the range instead.
+  uint64_t capture_bytes = default_range_capture_bytes();
 };
 
 /// Everything the engine knows about one logical dispatch while it runs.
@@ -277,6 +288,35 @@ struct RangeLaunch {
   bool counted = false;                      ///< submitted inside the pass's counter session
 };
 
+/// A memory operation recorded into a range (range_memops.cpp): submitted again on every later
+/// pass right before launch `before_launch` (after the range's last launch when it equals their
+/// count), after the memory operations recorded before it.
+struct RangeMemop {
+  size_t before_launch = 0;
+  uint64_t stream = 0;
+  std::unique_ptr<device::MemoryOp> op;
+  const char* call = nullptr;
+};
+
+/// Where a later pass's submissions stand (range_memops.cpp): the item submitted last, which an
+/// item on another stream waits for.
+struct PassCursor {
+  device::Launch* launch = nullptr;
+  device::MemoryOp* op = nullptr;
+  uint64_t stream = 0;
+  bool any = false;
+  Status wait(uint64_t timeout_ms) const;
+};
+
+/// Memory the application allocated inside a replayed range: its content at the allocation,
+/// saved then, is put back before every later pass (range_memops.cpp).
+struct RangeAllocation {
+  uint64_t base = 0, size = 0;
+  device::Storage storage{};
+  std::vector<device::CopyRegion> copies;  ///< one region: live = base
+  std::vector<uint64_t> chunks;            ///< every chunk of it (restored whole)
+};
+
 /// A range of launches being recorded (pass 0) or replayed.
 struct RangeState {
   kreplay_range_info_t info{};
@@ -330,6 +370,19 @@ struct RangeState {
   std::vector<uint64_t> ordered_streams;  ///< streams that waited for one of chain_events
   /// How the range's entry state was saved (write_bounded.cpp).
   WriteSetWindow ws;
+  /// Memory operations that joined the range, in the order the application made them.
+  std::vector<RangeMemop> memops;
+  /// Host bytes captured for the range's host-to-device copies (RangeOptions::capture_bytes).
+  uint64_t captured_bytes = 0;
+  /// Memory allocated inside the range, saved at its allocation.
+  std::vector<RangeAllocation> allocations;
+  /// Frees the application made inside the range, run after its last pass (the memory stays
+  /// valid for the passes and is not handed out again meanwhile), in the order they were made.
+  std::vector<std::function<void()>> deferred_frees;
+  /// Their addresses: an allocation inside the range never overlaps them while deferred.
+  std::vector<uint64_t> deferred_bases;
+  /// Memory calls that stayed inside the range (memsets, copies, allocations, frees).
+  uint64_t memory_calls = 0;
 };
 
 struct DeviceSlot {
@@ -460,6 +513,50 @@ class Engine {
   /// the range's name, for a pop the name of the range it closes).
   enum class MarkerEvent { kProfilerStart, kProfilerStop, kNvtxPush, kNvtxPop };
   void range_marker(MarkerEvent event, std::string_view name);
+
+  // ---- memory calls inside a range (range_memops.cpp) ----
+  /// What an application's memory operation does, as range replay needs to know it.
+  struct MemoryCall {
+    enum class Kind { kMemset, kCopyDeviceToDevice, kCopyHostToDevice } kind = Kind::kMemset;
+    uint64_t stream = 0;  ///< the stream it is ordered on (as LaunchInfo::stream)
+    uint64_t dst = 0;     ///< the device memory it writes: [dst, dst + bytes)
+    uint64_t bytes = 0;
+    /// kCopyDeviceToDevice: the device memory it reads, [src, src + bytes); kCopyHostToDevice:
+    /// the host bytes it reads (captured by the backend when the call is made).
+    uint64_t src = 0;
+    const char* call = nullptr;  ///< the API call (close_call when it closes the range)
+  };
+  enum class MemoryJoin {
+    kNone,    ///< no range took it (one that was open closed first): an ordinary memory call
+    kRecord,  ///< it joins the open range: hand its resubmittable copy to range_memory_done
+    kJoined,  ///< it joins a range that runs no further pass: nothing to record
+  };
+  /// Before the application's memory operation @p op on @p agent, from the application's thread.
+  /// Unless kNone, the range is held (other threads' calls wait) until range_memory_done, which
+  /// the backend calls once the application's call returned; it then skips guard_memory.
+  MemoryJoin range_memory_begin(uint64_t agent, const MemoryCall& op);
+  /// After a call range_memory_begin let join. @p ok: the call succeeded; @p recorded (kRecord):
+  /// its copy, which the range's later passes submit again (nullptr: it cannot be, and the range
+  /// closes after it).
+  void range_memory_done(uint64_t agent, bool ok, std::unique_ptr<device::MemoryOp> recorded);
+  /// Before the application allocates memory on @p agent: an open range stays open when this
+  /// thread holds it (range_allocated then saves the memory), else it closes.
+  void range_allocation_begin(uint64_t agent, const char* call);
+  /// After an allocation of [base, base + size) succeeded (the inventory tracks it): inside a
+  /// replayed range of this thread the memory is part of the range's state from now on (its
+  /// content saved now, put back before every later pass); where it cannot be saved the range
+  /// closes (none of its launches can have touched this memory yet).
+  /// @p save (may be empty) copies the memory into the storage given, in place of
+  /// Device::snapshot: a device whose snapshot is a kernel that the range's open counter session
+  /// would count as a launch (CUDA) copies with something the session does not count, and a
+  /// stream-ordered block is read only once its stream got there. Called only when a save is made.
+  void range_allocated(uint64_t agent, uint64_t base, uint64_t size, const char* call,
+                       const std::function<Status(const device::Storage&)>& save = {});
+  /// Before the application frees @p base on @p agent. True: the free is deferred until the
+  /// range's last pass ended, when the engine calls @p free (the backend frees nothing now).
+  /// False: a range that was open closed first (or none was); the backend frees now.
+  bool range_defer_free(uint64_t agent, uint64_t base, std::function<void()> free,
+                        const char* call);
   void set_range_options(const RangeOptions& options);
   RangeOptions range_options() const;
 
@@ -570,6 +667,19 @@ class Engine {
                                            std::unique_lock<std::shared_mutex>& window);
   void add_to_range(DeviceSlot& slot, DispatchState& st);
   void close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, const char* call = nullptr);
+  // memory calls inside a range (range_memops.cpp); slot.range_mu held
+  /// Why @p op cannot join @p r (the close reason), or NONE.
+  kreplay_range_close_reason_t memop_blocker(const DeviceSlot& slot, const RangeState& r,
+                                             const MemoryCall& op) const;
+  /// A later pass: submit the memory operations recorded before launch @p index (ordered after
+  /// the item before on another stream by a wait). False when one failed.
+  bool resubmit_memops(RangeState& r, size_t index, PassCursor& cursor);
+  /// Wait for the memory operations recorded before launch @p index (all for SIZE_MAX).
+  bool wait_memops(RangeState& r, size_t index);
+  /// Before a later pass: put the range's allocations back as they were saved; bytes written.
+  Result<uint64_t> restore_allocations(device::Device& dev, RangeState& r);
+  /// After the range's last pass: the deferred frees, then the allocations' storage.
+  void end_range_memory(device::Device& dev, RangeState& r);
   /// Whether the open range @p r of @p slot stays open across a plain synchronization.
   bool range_spans_sync(const DeviceSlot& slot, const RangeState& r) const;
   /// The slots of @p agent (0: all) that have a range open.

@@ -11,6 +11,9 @@
 //           cache control (a replayed range, RangeState::flush_launches) a wait for the launch
 //           before and a cache flush (flush_before_launch); the application submits it; at its
 //           API exit the backend's recorded copy is kept.
+//   memory  memsets, copies into device memory, allocations and frees the range's thread makes
+//           join it (range_memops.cpp): recorded between its launches and submitted again in
+//           order on every later pass; allocations saved as they are made, frees deferred.
 //   close   before the call that ends it: under the window lock, wait for pass 0, deliver its
 //           services, PASS 0 EXIT, then per further pass: restore, cache flush (unless per
 //           launch), PASS ENTER, services' ENTER, counter session, resubmit every recorded launch
@@ -644,7 +647,11 @@ bool Engine::wait_for_launch_before(RangeState& r, size_t index) {
   // passes: by the restore).
   device::Launch* before = index > 0 ? r.launches[index - 1]->recorded.get() : nullptr;
   if (before == nullptr) return true;
-  if (Status w = before->wait(options().drain_timeout_ms, nullptr); !w.ok()) {
+  Status w = before->wait(options().drain_timeout_ms, nullptr);
+  // Memory calls made after that launch come before this one (on its stream, or ordered there).
+  if (w.ok() && !wait_memops(r, index))
+    w = Error(KREPLAY_STATUS_ERROR, "a memory call before it did not complete");
+  if (!w.ok()) {
     KR_WARN_ONCE("range-flush-wait",
                  "range {} pass {}: the caches were not flushed before a launch, the launch "
                  "before it did not complete: {}",
@@ -694,6 +701,9 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
   auto complete_pass = [&]() -> bool {
     bool ok = true;
     r.pass_timing = {};
+    // The pass's memory calls (the application's own on pass 0) complete with it.
+    if (r.declined == KREPLAY_DECLINE_REASON_NONE && !r.memops.empty() && !wait_memops(r, SIZE_MAX))
+      ok = false;
     for (auto& rl : r.launches) {
       DispatchState& ls = *rl->st;
       if (r.declined != KREPLAY_DECLINE_REASON_NONE && r.counter_set == nullptr) {
@@ -825,6 +835,10 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
       Result<uint64_t> zeroed = restore_zeroed(slot, r.ws);
       restored = zeroed.ok() ? Result<uint64_t>(*restored + *zeroed) : zeroed;
     }
+    if (restored.ok() && !r.allocations.empty()) {  // memory allocated inside the range
+      Result<uint64_t> late = restore_allocations(dev, r);
+      restored = late.ok() ? Result<uint64_t>(*restored + *late) : late;
+    }
     uint64_t t1 = now_ns();
     if (!restored.ok()) {
       KR_ERROR("range {}: restore after pass {} failed: {}", r.info.range_id, r.pass,
@@ -862,16 +876,22 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
       }
     }
     bool submitted = true;
+    PassCursor cursor;  // the item submitted last (a launch or a memory call)
     for (size_t i = 0; i < r.launches.size(); ++i) {
       RangeLaunch& rl = *r.launches[i];
-      const RangeLaunch* previous = i > 0 ? r.launches[i - 1].get() : nullptr;
+      // The memory calls the application made between the launch before and this one.
+      if (i > 0 && !resubmit_memops(r, i, cursor)) {
+        submitted = false;
+        break;
+      }
+      const uint64_t stream = rl.st->info.stream_id.handle;
       if (r.flush_launches) {
-        flush_before_launch(slot, r, i);  // waits for the launch before (if any), then flushes
-      } else if (previous != nullptr &&
-                 previous->st->info.stream_id.handle != rl.st->info.stream_id.handle) {
-        // Launches on another stream than the one before were ordered by the application's
-        // events on pass 0; on later passes kreplay orders them by waiting for the launch before.
-        if (Status w = previous->recorded->wait(opt.drain_timeout_ms, nullptr); !w.ok())
+        // Waits for the launch before (if any) and the memory calls after it, then flushes.
+        flush_before_launch(slot, r, i);
+      } else if (cursor.any && cursor.stream != stream) {
+        // Items on another stream than the one before were ordered by the application's events
+        // on pass 0; on later passes kreplay orders them by waiting for the item before.
+        if (Status w = cursor.wait(opt.drain_timeout_ms); !w.ok())
           KR_WARN("range {} pass {}: {}", r.info.range_id, r.pass, w.message());
       }
       const bool serviced = hooks_.range_services_begin(*rl.st);
@@ -888,7 +908,10 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
           KR_WARN("range {} pass {}: {}", r.info.range_id, r.pass, w.message());
         hooks_.range_services_end(*rl.st);
       }
+      cursor = {rl.recorded.get(), nullptr, stream, true};
     }
+    // The memory calls after the range's last launch.
+    if (submitted && !resubmit_memops(r, r.launches.size(), cursor)) submitted = false;
     ok = complete_pass();
     if (!submitted) {
       out.reason = KREPLAY_DECLINE_REASON_LAUNCH_FAILED;
@@ -918,6 +941,8 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
   if (out.outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED) stats_.replayed.fetch_add(1);
   hooks_.range_config_exit(r);
   for (auto& rl : r.launches) hooks_.end_dispatch(*rl->st);
+  // Frees deferred during the range, and the storage of what it allocated (range_memops.cpp).
+  end_range_memory(dev, r);
   auto& windows = detail::thread_windows();
   windows.erase(std::find(windows.begin(), windows.end(), &slot));
   slot.range_open.store(false, std::memory_order_release);

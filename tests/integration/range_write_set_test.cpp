@@ -107,3 +107,41 @@ TEST_F(RangeWriteSets, AFirstRangeIntoZeroedMemoryIsReplayed) {
 
 }  // namespace
 }  // namespace kreplay::test
+
+namespace kreplay::test {
+namespace {
+
+// A memset inside a write-bounded range (issue 30): what it writes is measured with the launches'
+// writes (a miss the first time, learned), saved the next time, and the memset runs again on every
+// pass (y stays 1, not 3 or 7).
+TEST_F(RangeWriteSets, AMemsetInsideTheRangeIsMeasuredLearnedAndRepeated) {
+  float* x = arena_ + 5 * kFloatsPerChunk;
+  float* y = arena_ + 200 * kFloatsPerChunk;
+  auto run = [&] {
+    S().reset();
+    update(x, kFloatsPerChunk);
+    EXPECT_TRUE(hr::memset_async(y, 0, kChunk, stream_).ok());
+    update(y, kFloatsPerChunk);  // y = 1
+    (void)read(x);
+    auto exits = S().exits();
+    EXPECT_EQ(exits.size(), 1u);
+    return exits.empty() ? kreplay_range_outcome_record_t{} : exits[0].outcome;
+  };
+  const float v = x[7];
+  auto first = run();
+  EXPECT_EQ(first.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+  EXPECT_EQ(first.reason, KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN);
+  EXPECT_EQ(first.bytes_changed, 2 * kChunk + 4);  // x's chunk, y's chunk, the counter
+  auto second = run();
+  EXPECT_EQ(second.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(second.passes_executed, 3u);
+  EXPECT_EQ(second.launches, 2u);
+  // y ends as it began (the first range left it 1): only x's chunk and the counter changed.
+  EXPECT_EQ(second.bytes_changed, kChunk + 4);
+  EXPECT_EQ(read(y, 100), 1.0f);
+  EXPECT_EQ(read(x), expect(v, 2));
+  EXPECT_EQ(*g_counter, 4u);
+}
+
+}  // namespace
+}  // namespace kreplay::test

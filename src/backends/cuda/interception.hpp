@@ -5,6 +5,7 @@
 
 #include <cupti.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -90,6 +91,9 @@ struct InFlight {
   replay::DispatchState* st = nullptr;
   replay::Engine::MemoryGuard guard;
   CudaDevice* device = nullptr;
+  /// A memory call that joined an open range (range_memory.cpp): called at EXIT by
+  /// release_enter_state with whether the call succeeded.
+  std::function<void(bool ok)> on_exit;
 };
 
 /// The process's interception state (never destroyed).

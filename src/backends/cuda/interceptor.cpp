@@ -31,6 +31,7 @@
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/module_symbols.hpp"
 #include "backends/cuda/range_calls.hpp"
+#include "backends/cuda/range_memory.hpp"
 #include "backends/cuda/services/cupti_service.hpp"
 #include "backends/cuda/vmm_tracker.hpp"
 #include "common/env.hpp"
@@ -630,7 +631,8 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     if (is_copy_or_set(cb->functionName)) {
       if (cb->callbackSite == CUPTI_API_ENTER) {
         *cb->correlationData = 0;
-        guard_enter(cb);
+        // Inside an open range a memset or a copy into device memory may join it.
+        if (!range_memory::call_enter(cbid, cb)) guard_enter(cb);
       } else {
         release_enter_state(cb);
       }

@@ -9,16 +9,42 @@
 
 #include "backends/cuda/graphs.hpp"
 #include "backends/cuda/interception.hpp"
+#include "backends/cuda/internal_guard.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
 
 namespace kreplay::cuda::interception {
 namespace {
 
-void track(CUcontext ctx, uint64_t address, uint64_t size, kreplay_memory_kind_t kind) {
+void track(CUcontext ctx, uint64_t address, uint64_t size, kreplay_memory_kind_t kind,
+           const char* call = nullptr, CUstream stream = nullptr) {
   CudaDevice* dev = device_of_context(ctx);
   if (dev == nullptr || address == 0 || size == 0) return;
   sdk::Runtime::get().on_allocate(dev->agent, address, size, kind);
+  // Device memory allocated inside an open range of this thread is part of the range's state
+  // from now on (saved as it is now); range_allocation_begin closed any other range at ENTER.
+  if (kind != KREPLAY_MEMORY_KIND_DEVICE && kind != KREPLAY_MEMORY_KIND_POOL) return;
+  // The save is a plain copy (the copy engine), not kreplay's snapshot kernel: the range's counter
+  // session of its first pass is open, and CUPTI's auto range would count that kernel as a launch
+  // of the range's. A stream-ordered block is the stream's from the allocation's place in it on,
+  // so it is read once the stream got there.
+  const bool pool = kind == KREPLAY_MEMORY_KIND_POOL;
+  sdk::Runtime::get().engine().range_allocated(
+      dev->agent, address, size, call,
+      [address, size, pool, stream](const device::Storage& storage) -> Status {
+        InternalScope internal;
+        if (pool) KR_CU(cuStreamSynchronize(stream));
+        KR_CU(cuMemcpy(static_cast<CUdeviceptr>(storage.address),
+                       static_cast<CUdeviceptr>(address), size));
+        return Status::Ok();
+      });
+}
+
+// ENTER of a device allocation: an open range stays open when this thread holds it (the memory
+// is saved at EXIT, track()); any other closes.
+void allocation_enter(CUcontext ctx, const char* call) {
+  CudaDevice* dev = device_of_context(ctx);
+  if (dev != nullptr) sdk::Runtime::get().engine().range_allocation_begin(dev->agent, call);
 }
 
 // ENTER of a free: wait for open windows, retire the entry before the memory goes.
@@ -34,7 +60,7 @@ void retire(CUcontext ctx, uint64_t address, const CUpti_CallbackData* cb) {
 // ENTER of an allocation of @p bytes of device memory: kreplay never takes the application's
 // memory. When the device is short of it and kreplay holds snapshot storage there, the storage
 // goes back first (later windows take what they need again).
-void make_room(CUcontext ctx, uint64_t bytes) {
+void make_room(CUcontext ctx, uint64_t bytes, const char* call) {
   CudaDevice* dev = device_of_context(ctx);
   if (dev == nullptr || bytes == 0) return;
   auto& engine = sdk::Runtime::get().engine();
@@ -42,6 +68,9 @@ void make_room(CUcontext ctx, uint64_t bytes) {
   if (!engine.replay_storage(dev->agent, &held) || held.device_bytes == 0) return;
   constexpr uint64_t kSlack = 64ull << 20;  // allocation granularity, the driver's own needs
   if (dev->free_device_bytes() >= bytes + kSlack) return;
+  // An open range's entry state lives in that storage: the range closes first (allocations no
+  // longer close ranges by themselves).
+  engine.range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MEMORY, call);
   engine.release_storage_for_application(dev->agent);
 }
 
@@ -117,13 +146,15 @@ void guard_enter(const CUpti_CallbackData* cb) {
   auto& registry = sdk::Runtime::get().registry();
   if (dev == nullptr || (!registry.replay_context() && !registry.range_context())) return;
   auto* inflight = new InFlight();  // NOLINT: released at EXIT
-  inflight->guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
+  inflight->guard = sdk::Runtime::get().engine().guard_memory(dev->agent, cb->functionName);
   *cb->correlationData = reinterpret_cast<uint64_t>(inflight);
 }
 
 void release_enter_state(const CUpti_CallbackData* cb) {
   auto* inflight = reinterpret_cast<InFlight*>(*cb->correlationData);
   *cb->correlationData = 0;
+  if (inflight != nullptr && inflight->on_exit)
+    inflight->on_exit(*static_cast<CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS);
   delete inflight;  // NOLINT
 }
 
@@ -133,14 +164,22 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
       auto* p = static_cast<const cuMemAlloc_v2_params*>(cb->functionParams);
-      if (enter) make_room(cb->context, p->bytesize);
-      if (ok) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_DEVICE);
+      if (enter) {
+        make_room(cb->context, p->bytesize, cb->functionName);
+        allocation_enter(cb->context, cb->functionName);
+      }
+      if (ok) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_DEVICE, cb->functionName);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
       auto* p = static_cast<const cuMemAllocPitch_v2_params*>(cb->functionParams);
-      if (enter) make_room(cb->context, p->WidthInBytes * p->Height);
-      if (ok) track(cb->context, *p->dptr, *p->pPitch * p->Height, KREPLAY_MEMORY_KIND_DEVICE);
+      if (enter) {
+        make_room(cb->context, p->WidthInBytes * p->Height, cb->functionName);
+        allocation_enter(cb->context, cb->functionName);
+      }
+      if (ok)
+        track(cb->context, *p->dptr, *p->pPitch * p->Height, KREPLAY_MEMORY_KIND_DEVICE,
+              cb->functionName);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
@@ -151,16 +190,32 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
       auto* p = static_cast<const cuMemAllocAsync_params*>(cb->functionParams);
-      if (enter) make_room(cb->context, p->bytesize);
+      if (enter) {
+        make_room(cb->context, p->bytesize, cb->functionName);
+        allocation_enter(cb->context, cb->functionName);
+      }
       // Under capture the call makes an allocation node: the graph's launches own that memory.
-      if (ok && !capture_status(p->hStream)) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL);
+      // Inside a range the block is saved as it is (track): frees close ranges on CUDA and a
+      // range drains the device as it opens, so no work of the range's can still be using it.
+      if (ok && !capture_status(p->hStream))
+        track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL, cb->functionName,
+              cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz && p->hStream == nullptr
+                  ? CU_STREAM_PER_THREAD
+                  : p->hStream);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
       auto* p = static_cast<const cuMemAllocFromPoolAsync_params*>(cb->functionParams);
-      if (enter) make_room(cb->context, p->bytesize);
-      if (ok && !capture_status(p->hStream)) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL);
+      if (enter) {
+        make_room(cb->context, p->bytesize, cb->functionName);
+        allocation_enter(cb->context, cb->functionName);
+      }
+      if (ok && !capture_status(p->hStream))
+        track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL, cb->functionName,
+              cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz && p->hStream == nullptr
+                  ? CU_STREAM_PER_THREAD
+                  : p->hStream);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc:
@@ -233,7 +288,7 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     // ---- VMM ----
     case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
       auto* p = static_cast<const cuMemCreate_params*>(cb->functionParams);
-      if (enter) make_room(cb->context, p->size);
+      if (enter) make_room(cb->context, p->size, cb->functionName);
       if (!ok) break;
       CUdevice dev = p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? p->prop->location.id : 0;
       std::lock_guard lock(state().vmm_mu);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/range_memory.hpp"
 #include "sdk/runtime.hpp"
 
 namespace kreplay::cuda::range_calls {
@@ -163,6 +164,9 @@ void driver_call_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint
     engine.range_marker(replay::Engine::MarkerEvent::kProfilerStop, "");
   } else if (is_plain_sync(cb->functionName)) {
     engine.range_sync(agent, cb->functionName);
+  } else if (range_memory::joinable_call(cbid)) {
+    // Memsets, copies into device memory and allocations may stay inside the range: the memory
+    // path decides (range_memory.cpp, memory_callbacks.cpp), closing the range where they cannot.
   } else if (!note_stream_order(cbid, cb, agent)) {
     // A range closes before any other call that could observe or change device memory.
     if (auto why = range_close_reason(cb->functionName); why != KREPLAY_RANGE_CLOSE_NONE)

@@ -27,78 +27,7 @@ using detail::rt;
 
 namespace {
 
-constexpr size_t kAlign = 256;
-
-Result<void*> allocate(size_t bytes, int device, bool tracked,
-                       kreplay_memory_kind_t kind = KREPLAY_MEMORY_KIND_DEVICE) {
-  ASSIGN_OR_RETURN(HostDevice * dev, rt().checked_device(device));
-  sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MEMORY,
-                                             "hostrt::malloc");
-  if (bytes == 0) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "allocation of 0 bytes");
-  // kreplay never takes the application's memory: its snapshot storage goes first.
-  if (!dev->reserve(bytes) &&
-      (!sdk::Runtime::get().engine().release_storage_for_application(dev->agent) ||
-       !dev->reserve(bytes))) {
-    return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,
-                 fmt::format("host device {} is out of memory ({} requested)", device,
-                             format_bytes(bytes)));
-  }
-  void* p = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
-  if (p == nullptr) {
-    dev->unreserve(bytes);
-    return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES, "host allocation failed");
-  }
-  {
-    std::unique_lock lock(rt().mu_);
-    rt().allocations_[reinterpret_cast<uintptr_t>(p)] = {bytes, device, tracked};
-  }
-  if (tracked) {
-    sdk::Runtime::get().on_allocate(dev->agent, reinterpret_cast<uint64_t>(p), bytes, kind);
-  } else {
-    dev->add_untracked(static_cast<int64_t>(bytes));
-  }
-  return p;
-}
-
-/// The device whose allocation holds @p p, or -1 (host memory).
-int owner_of(const void* p) {
-  std::shared_lock lock(rt().mu_);
-  auto it = rt().allocations_.upper_bound(reinterpret_cast<uintptr_t>(p));
-  if (it == rt().allocations_.begin()) return -1;
-  --it;
-  return reinterpret_cast<uintptr_t>(p) < it->first + it->second.size ? it->second.device : -1;
-}
-
-int device_of(const void* p) {
-  return std::max(owner_of(p), 0);
-}
-
-/// The devices a copy between @p dst and @p src involves: dst's (device 0 for host memory), and
-/// src's when it is another device's allocation (a peer copy), in ascending order. A peer copy
-/// is ordered after the work of both devices, like cudaMemcpyPeer.
-std::vector<HostDevice*> copy_devices(const void* dst, const void* src, int stream_device = -1) {
-  std::vector<int> ids{stream_device >= 0 ? stream_device : device_of(dst)};
-  for (int d : {owner_of(dst), src != nullptr ? owner_of(src) : -1}) {
-    if (d >= 0 && d != ids.front()) ids.push_back(d);
-  }
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  std::vector<HostDevice*> devs;
-  for (int d : ids) devs.push_back(rt().device(d));
-  return devs;
-}
-
-/// Guards the memory of every device in @p devs (in their order, so two copies cannot deadlock)
-/// and, with @p drain, waits for their work.
-Status guard_and_drain(const std::vector<HostDevice*>& devs,
-                       std::vector<replay::Engine::MemoryGuard>* guards, bool drain) {
-  for (HostDevice* dev : devs)
-    guards->push_back(sdk::Runtime::get().engine().guard_memory(dev->agent, "hostrt::memcpy"));
-  if (drain) {
-    for (HostDevice* dev : devs) RETURN_IF_ERROR(dev->drain(UINT32_MAX));
-  }
-  return Status::Ok();
-}
+constexpr size_t kAlign = 256;  // module globals (allocations: hostrt_memory.cpp)
 
 }  // namespace
 
@@ -106,74 +35,7 @@ Status init(const Config& config) { return rt().init(config); }
 Status init() { return rt().ensure(); }
 const Config& config() { return rt().config_; }
 
-Result<void*> malloc(size_t bytes, int device) { return allocate(bytes, device, true); }
-Result<void*> malloc_untracked(size_t bytes, int device) { return allocate(bytes, device, false); }
-Result<void*> malloc_host_mapped(size_t bytes, int device) {
-  return allocate(bytes, device, true, KREPLAY_MEMORY_KIND_HOST_MAPPED);
-}
-
-Result<void*> malloc_managed(size_t bytes, int device) {
-  return allocate(bytes, device, true, KREPLAY_MEMORY_KIND_MANAGED);
-}
-
-Status free(void* ptr) {
-  RETURN_IF_ERROR(rt().ensure());
-  if (ptr == nullptr) return Status::Ok();
-  Allocation a;
-  {
-    std::shared_lock lock(rt().mu_);
-    auto it = rt().allocations_.find(reinterpret_cast<uintptr_t>(ptr));
-    if (it == rt().allocations_.end())
-      return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "free of a pointer hostrt did not allocate");
-    a = it->second;
-  }
-  HostDevice* dev = rt().device(a.device);
-  auto guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
-  RETURN_IF_ERROR(dev->drain(UINT32_MAX));  // like cudaFree: work using it completes first
-  if (a.tracked) {
-    sdk::Runtime::get().on_free(dev->agent, reinterpret_cast<uint64_t>(ptr));
-  } else {
-    dev->add_untracked(-static_cast<int64_t>(a.size));
-  }
-  {
-    std::unique_lock lock(rt().mu_);
-    rt().allocations_.erase(reinterpret_cast<uintptr_t>(ptr));
-  }
-  std::free(ptr);
-  dev->unreserve(a.size);
-  return Status::Ok();
-}
-
-Status memcpy(void* dst, const void* src, size_t bytes) {
-  RETURN_IF_ERROR(rt().ensure());
-  std::vector<replay::Engine::MemoryGuard> guards;
-  RETURN_IF_ERROR(guard_and_drain(copy_devices(dst, src), &guards, true));
-  std::memcpy(dst, src, bytes);
-  return Status::Ok();
-}
-
-Status memset(void* dst, int value, size_t bytes) {
-  RETURN_IF_ERROR(rt().ensure());
-  HostDevice* dev = rt().device(device_of(dst));
-  auto guard = sdk::Runtime::get().engine().guard_memory(dev->agent);
-  RETURN_IF_ERROR(dev->drain(UINT32_MAX));
-  std::memset(dst, value, bytes);
-  return Status::Ok();
-}
-
-Status memcpy_async(void* dst, const void* src, size_t bytes, Stream stream) {
-  RETURN_IF_ERROR(rt().ensure());
-  auto s = rt().stream(stream);
-  if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
-  std::vector<replay::Engine::MemoryGuard> guards;
-  const auto devs = copy_devices(dst, src, s->device());
-  RETURN_IF_ERROR(guard_and_drain(devs, &guards, devs.size() > 1));
-  s->enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
-  // A peer copy runs on this stream's worker but reads or writes another device's memory, whose
-  // windows do not drain this stream: it completes before the guards are let go.
-  if (devs.size() > 1) s->wait_idle(UINT32_MAX);
-  return Status::Ok();
-}
+// Memory (allocations, frees, copies, memsets): hostrt_memory.cpp.
 
 Stream default_stream(int device) {
   if (!rt().ensure().ok() || device < 0 ||

@@ -72,7 +72,17 @@ Result<void*> malloc_untracked(size_t bytes, int device = 0);
 /// Synchronous copy/set: wait for the device, then copy. Waits while a replay window is open.
 Status memcpy(void* dst, const void* src, size_t bytes);
 Status memset(void* dst, int value, size_t bytes);
+/// Asynchronous on @p stream. From host memory hostrt did not allocate (pageable memory) the
+/// source bytes are staged when the call is made, as CUDA does: the host may reuse its buffer as
+/// soon as the call returns.
 Status memcpy_async(void* dst, const void* src, size_t bytes, Stream stream);
+Status memset_async(void* dst, int value, size_t bytes, Stream stream);
+/// Stream-ordered allocation (like cudaMallocAsync): takes a block of the same size that
+/// free_async gave back on @p stream at once, or on another stream once that stream reached the
+/// free; else new memory. Tracked as pool memory. The block's bytes are as its last user left them.
+Result<void*> malloc_async(size_t bytes, Stream stream);
+/// Stream-ordered free (like cudaFreeAsync): the block goes back to the pool (not to the system).
+Status free_async(void* ptr, Stream stream);
 
 // ---- streams ----
 Stream default_stream(int device = 0);

@@ -25,6 +25,20 @@ struct Allocation {
   size_t size = 0;
   int device = 0;
   bool tracked = true;
+  kreplay_memory_kind_t kind = KREPLAY_MEMORY_KIND_DEVICE;
+  /// A stream-ordered allocation (malloc_async) back in the runtime's pool: not the
+  /// application's until malloc_async hands it out again (hostrt_memory.cpp).
+  bool pooled = false;
+};
+
+/// A block free_async gave back to the pool: malloc_async on `stream` may take it at once (as
+/// CUDA's stream-ordered allocator does); another stream only once `stream` reached the free.
+struct PooledBlock {
+  void* ptr = nullptr;
+  size_t size = 0;
+  int device = 0;
+  Stream stream = 0;
+  std::shared_ptr<std::atomic<bool>> reached;
 };
 
 /// An event: record N marks its stream's point N; waits are for the last point recorded.
@@ -153,6 +167,7 @@ class Runtime {
   std::unordered_map<Event, std::shared_ptr<HostEvent>> events_;
   Event next_event_ = 1;
   std::map<uintptr_t, Allocation> allocations_;
+  std::vector<PooledBlock> pool_;  // free_async's blocks (hostrt_memory.cpp)
   std::vector<std::unique_ptr<KernelRec>> kernels_;
   std::vector<std::unique_ptr<ModuleRec>> modules_;
   std::vector<std::vector<HostGraphNode>> graphs_;

@@ -1,0 +1,344 @@
+// Range replay through the application's memory calls (docs/design.md, "Range replay: memory
+// calls inside a range"). A range no longer closes at every memset, copy, allocation or free:
+//
+//   memset, copy between device memory, copy from host memory
+//           joins the open range when the calling thread holds it, it is ordered on the range's
+//           stream (or a stream ordered after its last launch, as a launch would be), and what it
+//           writes (and, for a device copy, reads) lies in tracked device memory of the range's
+//           device. The application's call is pass 0; the backend's recorded copy (a
+//           device::MemoryOp) is submitted again on every later pass, in order with the launches.
+//           A host-to-device copy's source bytes are captured by the backend when the call is
+//           made (the host may reuse its buffer at once); a copy that would take a range's
+//           captures past RangeOptions::capture_bytes closes the range instead.
+//   allocation
+//           stays inside the range: after the call, the new memory's content is saved into
+//           storage of its own and put back before every later pass (its state from its
+//           allocation on), so each pass sees it as the application's pass did.
+//   free    is deferred until the range's last pass ended: the backend keeps the memory (it
+//           stays valid for the passes and is not handed out again, so an allocation made later
+//           in the range, on any stream, cannot alias memory the range still replays); the
+//           engine frees it after the passes.
+//
+// What the memory calls write is the range's memory like what its launches write: a full
+// snapshot holds every tracked region as the range opened, and a write-bounded range measures
+// them with its digests (a memset outside the predicted save set is a miss, learned, as a
+// launch's write is). Everything else that used to close a range still does (a copy to the host,
+// a peer copy, memory the host can see without a call, another thread's or stream's call).
+#include <algorithm>
+
+#include "common/env.hpp"
+#include "common/logging.hpp"
+#include "common/util.hpp"
+#include "replay/engine.hpp"
+
+namespace kreplay::replay {
+namespace {
+
+// The range a memory call joined, held from range_memory_begin to range_memory_done (one memory
+// call at a time per thread: the backends' calls do not nest).
+struct JoinedCall {
+  std::unique_lock<std::mutex> lock;
+  DeviceSlot* slot = nullptr;
+  uint64_t stream = 0;
+  const char* call = nullptr;
+};
+thread_local JoinedCall tl_joined;
+
+// Memory a memory call inside a range may touch: device memory only. The host reads and writes
+// mapped host and managed memory with no call kreplay sees.
+bool device_memory(kreplay_memory_kind_t kind) {
+  return kind == KREPLAY_MEMORY_KIND_DEVICE || kind == KREPLAY_MEMORY_KIND_POOL ||
+         kind == KREPLAY_MEMORY_KIND_VIRTUAL || kind == KREPLAY_MEMORY_KIND_MODULE_GLOBAL;
+}
+
+// [address, address + bytes) lies inside one tracked device region of @p agent.
+bool in_device_region(const MemoryInventory& inv, uint64_t agent, uint64_t address,
+                      uint64_t bytes) {
+  Region first, last;
+  if (!inv.find(agent, address, &first) || !device_memory(first.kind)) return false;
+  if (bytes <= 1) return true;
+  return inv.find(agent, address + bytes - 1, &last) && last.id == first.id;
+}
+
+}  // namespace
+
+uint64_t default_range_capture_bytes() {
+  static const uint64_t bytes = [] {
+    uint64_t b = 64ull << 20;
+    if (auto v = env::get("KREPLAY_RANGE_CAPTURE_BYTES"); v && !v->empty() &&
+                                                           !env::parse_bytes(*v, &b)) {
+      KR_WARN("KREPLAY_RANGE_CAPTURE_BYTES='{}' is not a size (e.g. 64M); 64M is used", *v);
+      b = 64ull << 20;
+    }
+    return b;
+  }();
+  return bytes;
+}
+
+bool default_range_join_memory() {
+  static const bool join = [] {
+    auto v = env::get("KREPLAY_RANGE_MEMORY");
+    if (!v || v->empty() || *v == "join") return true;
+    if (*v == "close") return false;
+    KR_WARN("KREPLAY_RANGE_MEMORY='{}' is not a choice; use join (the default: memsets, copies "
+            "into device memory, allocations and frees stay inside a range) or close",
+            *v);
+    return true;
+  }();
+  return join;
+}
+
+Status PassCursor::wait(uint64_t timeout_ms) const {
+  if (op != nullptr) return op->wait(timeout_ms);
+  if (launch != nullptr) return launch->wait(timeout_ms, nullptr);
+  return Status::Ok();
+}
+
+kreplay_range_close_reason_t Engine::memop_blocker(const DeviceSlot& slot, const RangeState& r,
+                                                   const MemoryCall& op) const {
+  // Another thread's memory call closes the range as it always did (reason MEMORY).
+  if (!range_options().join_memory || r.owner_thread != thread_id())
+    return KREPLAY_RANGE_CLOSE_MEMORY;
+  // Declined, probing and whole-graph ranges close at their launch's exit: none is open here,
+  // but should one be, it takes nothing more.
+  if (r.declined != KREPLAY_DECLINE_REASON_NONE || r.probe || r.whole_graph)
+    return KREPLAY_RANGE_CLOSE_MEMORY;
+  // Ordered as a launch must be: on the stream of the range's last item, or on a stream that
+  // waited for an event recorded after it.
+  if (op.stream != r.stream &&
+      std::ranges::find(r.ordered_streams, op.stream) == r.ordered_streams.end())
+    return KREPLAY_RANGE_CLOSE_OTHER_STREAM;
+  if (op.bytes == 0) return KREPLAY_RANGE_CLOSE_NONE;
+  // What it writes must be memory the range saves and restores: tracked device memory of this
+  // device (a peer's, the host's or untracked memory would keep what each pass wrote).
+  if (!in_device_region(inventory_, slot.agent, op.dst, op.bytes))
+    return KREPLAY_RANGE_CLOSE_MEMORY;
+  switch (op.kind) {
+    case MemoryCall::Kind::kMemset:
+      break;
+    case MemoryCall::Kind::kCopyDeviceToDevice:
+      // Its source must be restored too, or a later pass would copy what the passes before left.
+      if (!in_device_region(inventory_, slot.agent, op.src, op.bytes))
+        return KREPLAY_RANGE_CLOSE_MEMORY;
+      break;
+    case MemoryCall::Kind::kCopyHostToDevice: {
+      // Host memory the device can write (mapped, managed) may change under the range's own
+      // launches before the copy reads it: the capture would not be what the copy read.
+      Region g;
+      if (inventory_.find(slot.agent, op.src, &g)) return KREPLAY_RANGE_CLOSE_MEMORY;
+      if (r.plan.replay && r.captured_bytes + op.bytes > range_options().capture_bytes)
+        return KREPLAY_RANGE_CLOSE_MEMORY;
+      break;
+    }
+  }
+  return KREPLAY_RANGE_CLOSE_NONE;
+}
+
+Engine::MemoryJoin Engine::range_memory_begin(uint64_t agent, const MemoryCall& op) {
+  if (in_range_machinery() || !hooks_.range_configured()) return MemoryJoin::kNone;
+  DeviceSlot* s = slot(agent);
+  if (s == nullptr || !s->range_open.load(std::memory_order_acquire)) return MemoryJoin::kNone;
+  std::unique_lock lock(s->range_mu);
+  if (!s->range) return MemoryJoin::kNone;
+  RangeState& r = *s->range;
+  if (kreplay_range_close_reason_t why = memop_blocker(*s, r, op);
+      why != KREPLAY_RANGE_CLOSE_NONE) {
+    close_range(*s, why, op.call);
+    return MemoryJoin::kNone;
+  }
+  if (op.kind == MemoryCall::Kind::kCopyHostToDevice && r.plan.replay)
+    r.captured_bytes += op.bytes;
+  // It is the range's latest item: events recorded before it order nothing after it.
+  if (op.stream != r.stream) ++r.outcome.streams;
+  r.stream = op.stream;
+  r.chain_events.clear();
+  r.ordered_streams.clear();
+  memory_changed();
+  tl_joined.lock = std::move(lock);
+  tl_joined.slot = s;
+  tl_joined.stream = op.stream;
+  tl_joined.call = op.call;
+  return r.plan.replay ? MemoryJoin::kRecord : MemoryJoin::kJoined;
+}
+
+void Engine::range_memory_done(uint64_t agent, bool ok,
+                               std::unique_ptr<device::MemoryOp> recorded) {
+  (void)agent;
+  JoinedCall joined = std::move(tl_joined);
+  tl_joined = JoinedCall{};
+  if (joined.slot == nullptr || !joined.lock.owns_lock() || !joined.slot->range) return;
+  DeviceSlot& s = *joined.slot;
+  RangeState& r = *s.range;
+  if (!ok || !r.plan.replay) return;  // nothing ran, or nothing runs again
+  if (recorded == nullptr) {
+    // The application's pass holds the call, but the later passes could not repeat it: the range
+    // runs no further pass (its launches ran once, which is what the application sees).
+    KR_WARN_ONCE("range-memop-unrecorded",
+                 "range {}: {} could not be recorded for the range's later passes; the range is "
+                 "not replayed (counted as declined: snapshot_failed)",
+                 r.info.range_id, joined.call ? joined.call : "a memory call");
+    r.declined = KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
+    close_range(s, KREPLAY_RANGE_CLOSE_MEMORY, joined.call);
+    return;
+  }
+  ++r.memory_calls;
+  r.memops.push_back({r.launches.size(), joined.stream, std::move(recorded), joined.call});
+}
+
+void Engine::range_allocation_begin(uint64_t agent, const char* call) {
+  if (in_range_machinery() || !hooks_.range_configured()) return;
+  const bool join = range_options().join_memory;
+  for (DeviceSlot* s : open_range_slots(agent)) {
+    std::unique_lock lock(s->range_mu);
+    if (!s->range) continue;
+    const RangeState& r = *s->range;
+    if (!join || r.owner_thread != thread_id() || r.declined != KREPLAY_DECLINE_REASON_NONE ||
+        r.probe || r.whole_graph)
+      close_range(*s, KREPLAY_RANGE_CLOSE_MEMORY, call);
+  }
+}
+
+void Engine::range_allocated(uint64_t agent, uint64_t base, uint64_t size, const char* call,
+                             const std::function<Status(const device::Storage&)>& save) {
+  if (in_range_machinery() || !hooks_.range_configured() || size == 0) return;
+  DeviceSlot* s = slot(agent);
+  if (s == nullptr || !s->range_open.load(std::memory_order_acquire)) return;
+  std::unique_lock lock(s->range_mu);
+  if (!s->range) return;
+  RangeState& r = *s->range;
+  // A range another thread opened after range_allocation_begin: its launches cannot point into
+  // memory that did not exist when they were made.
+  if (r.owner_thread != thread_id() || !r.plan.replay) return;
+  memory_changed();
+  // Memory the range already puts back (an allocation of it, a deferred free) is never handed
+  // out again while the range is open; should it be, the range closes rather than save it twice.
+  const bool overlaps = std::ranges::any_of(r.allocations, [&](const RangeAllocation& a) {
+    return base < a.base + a.size && a.base < base + size;
+  });
+  const Options opt = options();
+  device::Device& dev = *s->device;
+  RangeAllocation a;
+  a.base = base;
+  a.size = size;
+  Status saved = overlaps ? Error(KREPLAY_STATUS_ERROR, "it overlaps memory the range saved")
+                          : Status::Ok();
+  uint64_t t0 = now_ns();
+  if (saved.ok()) {
+    std::unique_lock window(s->window_mu);
+    const device::StorageTier tier =
+        dev.storage_available(device::StorageTier::kDevice) >= size ? device::StorageTier::kDevice
+                                                                     : device::StorageTier::kPinnedHost;
+    Result<device::Storage> storage = dev.storage_available(tier) >= size
+                                          ? dev.allocate_storage(tier, size)
+                                          : Result<device::Storage>(Error(
+                                                KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,
+                                                "no snapshot storage for it"));
+    if (!storage.ok()) {
+      saved = storage.status();
+    } else {
+      a.storage = *storage;
+      a.copies.push_back({base, a.storage.address, size, 0});
+      const uint64_t chunks = device::chunk_count(size, opt.chunk_bytes);
+      if (save) {
+        saved = save(a.storage);
+      } else {
+        std::vector<uint64_t> digests(chunks);
+        saved = dev.snapshot(a.copies, opt.chunk_bytes, digests);
+      }
+      if (!saved.ok()) dev.free_storage(a.storage);
+      for (uint64_t c = 0; c < chunks; ++c) a.chunks.push_back(c);
+    }
+  }
+  if (!saved.ok()) {
+    // None of the range's launches can have touched this memory yet: close before they do.
+    KR_INFO("range {}: memory allocated inside it ({}) cannot be saved ({}); the range closes",
+            r.info.range_id, format_bytes(size), saved.message());
+    close_range(*s, KREPLAY_RANGE_CLOSE_MEMORY, call);
+    return;
+  }
+  const uint64_t t1 = now_ns();
+  r.outcome.bytes_snapshotted += size;
+  r.outcome.snapshot_ns += t1 - t0;
+  r.intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, size});
+  ++r.memory_calls;
+  r.allocations.push_back(std::move(a));
+}
+
+bool Engine::range_defer_free(uint64_t agent, uint64_t base, std::function<void()> free,
+                              const char* call) {
+  if (in_range_machinery() || !hooks_.range_configured()) return false;
+  DeviceSlot* s = slot(agent);
+  if (s == nullptr || !s->range_open.load(std::memory_order_acquire)) return false;
+  std::unique_lock lock(s->range_mu);
+  if (!s->range) return false;
+  RangeState& r = *s->range;
+  if (!range_options().join_memory || r.owner_thread != thread_id() ||
+      r.declined != KREPLAY_DECLINE_REASON_NONE || r.probe || r.whole_graph) {
+    close_range(*s, KREPLAY_RANGE_CLOSE_MEMORY, call);
+    return false;
+  }
+  if (!r.plan.replay) return false;  // nothing runs again: the memory may go now
+  memory_changed();
+  ++r.memory_calls;
+  r.deferred_frees.push_back(std::move(free));
+  r.deferred_bases.push_back(base);
+  return true;
+}
+
+bool Engine::resubmit_memops(RangeState& r, size_t index, PassCursor& cursor) {
+  const uint64_t timeout = options().drain_timeout_ms;
+  for (RangeMemop& m : r.memops) {
+    if (m.before_launch != index) continue;
+    // On another stream than the item before: the application's events ordered them on pass 0;
+    // later passes wait for the item before instead.
+    if (cursor.any && cursor.stream != m.stream) {
+      if (Status w = cursor.wait(timeout); !w.ok())
+        KR_WARN("range {} pass {}: {}", r.info.range_id, r.pass, w.message());
+    }
+    if (Status s = m.op->resubmit(); !s.ok()) {
+      KR_ERROR("range {} pass {}: {} could not be submitted again: {}", r.info.range_id, r.pass,
+               m.call ? m.call : "a memory call", s.message());
+      return false;
+    }
+    cursor = {nullptr, m.op.get(), m.stream, true};
+  }
+  return true;
+}
+
+bool Engine::wait_memops(RangeState& r, size_t index) {
+  const uint64_t timeout = options().drain_timeout_ms;
+  bool ok = true;
+  for (RangeMemop& m : r.memops) {
+    if (index != SIZE_MAX && m.before_launch != index) continue;
+    if (Status w = m.op->wait(timeout); !w.ok()) {
+      KR_WARN("range {} pass {}: {}: {}", r.info.range_id, r.pass,
+              m.call ? m.call : "a memory call", w.message());
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+Result<uint64_t> Engine::restore_allocations(device::Device& dev, RangeState& r) {
+  const uint64_t chunk_bytes = options().chunk_bytes;
+  uint64_t bytes = 0;
+  for (const RangeAllocation& a : r.allocations) {
+    RETURN_IF_ERROR(dev.restore(a.copies, chunk_bytes, a.chunks));
+    bytes += a.size;
+  }
+  return bytes;
+}
+
+void Engine::end_range_memory(device::Device& dev, RangeState& r) {
+  // The passes are over (each waited for): what the application freed inside the range goes now.
+  for (auto& free : r.deferred_frees) {
+    if (free) free();
+  }
+  r.deferred_frees.clear();
+  r.deferred_bases.clear();
+  for (const RangeAllocation& a : r.allocations) dev.free_storage(a.storage);
+  r.allocations.clear();
+  r.memops.clear();
+}
+
+}  // namespace kreplay::replay
