@@ -478,6 +478,23 @@ class ValueReader {
     return out;
   }
 
+  // Strings taken whole (NVTX expressions hold commas): one string, or a list of strings.
+  Result<std::vector<std::string>> text_list() const {
+    if (node_.kind == Node::Kind::kScalar && node_.scalar != Node::Scalar::kBool)
+      return std::vector<std::string>{node_.text};
+    if (node_.kind != Node::Kind::kSeq) return type_error("a string or a list of strings");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < node_.items.size(); ++i) {
+      const Node& item = node_.items[i];
+      if (item.kind != Node::Kind::kScalar || item.scalar == Node::Scalar::kBool) {
+        return InvalidArgument(
+            fmt::format("{}[{}]: expected a string, found {}", what_, i, kind_name(item)));
+      }
+      out.push_back(item.text);
+    }
+    return out;
+  }
+
   // An iteration range, written as a string ("[1-3, 5]"), a number, or (YAML) a flow list.
   Result<std::string> range_text() const {
     if (node_.kind != Node::Kind::kSeq) return text();
@@ -622,6 +639,26 @@ class JobReader {
       ASSIGN_OR_RETURN(s.launch_skip, v.unsigned_integer(0));
     } else if (key == "launch_count") {
       ASSIGN_OR_RETURN(s.launch_count, v.unsigned_integer(1));
+    } else if (key == "nvtx_include" || key == "nvtx_exclude") {
+      ASSIGN_OR_RETURN(auto exprs, v.text_list());
+      RETURN_IF_ERROR(check_nvtx_expressions(what, exprs));
+      (key == "nvtx_include" ? s.nvtx_include : s.nvtx_exclude) = std::move(exprs);
+    } else if (key == "profile_from_start") {
+      // true/false, or ncu's on/off
+      if (auto b = v.boolean(); b.ok()) {
+        s.profile_from_start = *b;
+      } else {
+        ASSIGN_OR_RETURN(std::string text, v.text());
+        ASSIGN_OR_RETURN(s.profile_from_start, parse_profile_from_start_value(what, text));
+      }
+    } else if (key == "kernel_id") {
+      ASSIGN_OR_RETURN(std::string text, v.text());
+      RETURN_IF_ERROR(check_kernel_id(what, text));
+      s.kernel_id = std::move(text);
+    } else if (key == "kernel_name_base") {
+      ASSIGN_OR_RETURN(std::string text, v.text());
+      RETURN_IF_ERROR(check_kernel_name_base(what, text));
+      s.kernel_name_base = std::move(text);
     } else if (key == "output_directory" || key == "output_file") {
       bool is_dir = key == "output_directory";
       ASSIGN_OR_RETURN(std::string text,

@@ -42,7 +42,7 @@ inline constexpr std::array<std::string_view, 3> kTopLevelKeys = {"$schema", "jo
                                                                   "jobs"};
 
 /// Keys accepted in a job, in the order the schema documents them.
-inline constexpr std::array<std::string_view, 38> kJobKeys = {
+inline constexpr std::array<std::string_view, 43> kJobKeys = {
     "pmc",
     "pmc_groups",
     "pmc_group_interval",
@@ -73,6 +73,11 @@ inline constexpr std::array<std::string_view, 38> kJobKeys = {
     "kernel_iteration_range",
     "launch_skip",
     "launch_count",
+    "nvtx_include",
+    "nvtx_exclude",
+    "profile_from_start",
+    "kernel_id",
+    "kernel_name_base",
     "output_directory",
     "output_file",
     "output_format",

@@ -43,6 +43,9 @@ struct Raw {
       clock_control;
   bool beta = false;
   std::string include, exclude, kernel_name, iteration_range, launch_skip, launch_count;
+  std::vector<std::string> nvtx_include, nvtx_exclude;
+  std::string profile_from_start, kernel_id, kernel_name_base;
+  bool nvtx = false;
   std::string ranks;
   std::string output_directory, output_file;
   std::vector<std::string> output_format;
@@ -247,6 +250,42 @@ void add_options(CLI::App& app, Raw& r) {
                  "Profile kernels with exactly this name (function name, demangled or mangled), "
                  "or matching regex:EXPR")
       ->type_name("NAME|regex:EXPR")
+      ->group(select);
+  app.add_option("--kernel-id", r.kernel_id,
+                 "Profile the launches with this ncu-style id, context:stream:name:invocation, "
+                 "each part optional, e.g. ::gemm:3 (the third gemm launch) or "
+                 "0::regex:^sgemm: (context: the device index; stream: as the results show it)")
+      ->type_name("CTX:STREAM:NAME:N")
+      ->group(select);
+  app.add_option("--kernel-name-base", r.kernel_name_base,
+                 "What -k and --kernel-id compare: function (default; the function name with or "
+                 "without templates and scope, and the full names), demangled (with parameters) "
+                 "or mangled")
+      ->type_name("function|demangled|mangled")
+      ->group(select);
+  app.add_option("--nvtx-include", r.nvtx_include,
+                 "Profile only launches inside these NVTX ranges (ncu's syntax; repeatable, any "
+                 "may match): \"step/\" push/pop range step, \"A/B/\" B inside A, \"A/*/B\", "
+                 "\"A]\" A innermost, \"[A/\" A outermost, \"A\" a start/end range, \"D@A/\" "
+                 "domain D, regex:EXPR")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("EXPR")
+      ->group(select);
+  app.add_option("--nvtx-exclude", r.nvtx_exclude,
+                 "Then skip launches inside these NVTX ranges (same syntax; repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("EXPR")
+      ->group(select);
+  app.add_flag("--nvtx", r.nvtx,
+               "Accepted for ncu's command lines: kreplay follows NVTX whenever --nvtx-include or "
+               "--nvtx-exclude is given")
+      ->group(select);
+  app.add_option("--profile-from-start", r.profile_from_start,
+                 "off: profile nothing until the application calls cudaProfilerStart (or "
+                 "torch.cuda.profiler.start()), and nothing after cudaProfilerStop; on (default)")
+      ->type_name("on|off")
       ->group(select);
   app.add_option("--kernel-iteration-range", r.iteration_range,
                  "Launches of each kernel to profile, 1-based, e.g. \"[1-3, 5]\" or 2-4")
@@ -561,6 +600,26 @@ Result<CliOptions> to_options(const CLI::App& app, Raw& r, std::vector<std::stri
   }
   if (given("--launch-skip")) {
     ASSIGN_OR_RETURN(s.launch_skip, parse_count("--launch-skip", r.launch_skip, 0));
+  }
+  if (given("--kernel-id")) {
+    RETURN_IF_ERROR(check_kernel_id("--kernel-id", r.kernel_id));
+    s.kernel_id = r.kernel_id;
+  }
+  if (given("--kernel-name-base")) {
+    RETURN_IF_ERROR(check_kernel_name_base("--kernel-name-base", r.kernel_name_base));
+    s.kernel_name_base = r.kernel_name_base;
+  }
+  if (given("--nvtx-include")) {
+    RETURN_IF_ERROR(check_nvtx_expressions("--nvtx-include", r.nvtx_include));
+    s.nvtx_include = r.nvtx_include;
+  }
+  if (given("--nvtx-exclude")) {
+    RETURN_IF_ERROR(check_nvtx_expressions("--nvtx-exclude", r.nvtx_exclude));
+    s.nvtx_exclude = r.nvtx_exclude;
+  }
+  if (given("--profile-from-start")) {
+    ASSIGN_OR_RETURN(s.profile_from_start,
+                     parse_profile_from_start_value("--profile-from-start", r.profile_from_start));
   }
   if (given("--launch-count")) {
     ASSIGN_OR_RETURN(s.launch_count, parse_count("--launch-count", r.launch_count, 1));

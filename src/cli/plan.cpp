@@ -36,8 +36,10 @@ namespace {
 // every allocation) and --check-divergence (hashed per launch). --range-markers means range.
 ReplayMode resolve_auto(const RunSettings& s) {
   if (s.range_markers) return ReplayMode::kRange;
+  // (NVTX and profiler selection keep range replay: ranges close where the selection changes.)
   const bool filtered = s.kernel_include_regex || s.kernel_exclude_regex || s.kernel_name ||
-                        s.kernel_iteration_range || s.launch_skip || s.launch_count;
+                        s.kernel_iteration_range || s.launch_skip || s.launch_count ||
+                        s.kernel_id;
   const bool args_only = s.replay_memory && *s.replay_memory == ReplayMemory::kArgs;
   return filtered || args_only || s.check_divergence.value_or(false) ? ReplayMode::kKernel
                                                                      : ReplayMode::kRange;
@@ -95,6 +97,11 @@ ToolConfig base_config(const RunSettings& s, const std::vector<std::string>& com
   c.filters.iteration_range = s.kernel_iteration_range.value_or("");
   c.filters.launch_skip = s.launch_skip.value_or(0);
   c.filters.launch_count = s.launch_count.value_or(0);
+  c.filters.nvtx_include = s.nvtx_include.value_or(std::vector<std::string>{});
+  c.filters.nvtx_exclude = s.nvtx_exclude.value_or(std::vector<std::string>{});
+  c.filters.profile_from_start = s.profile_from_start.value_or(true);
+  c.filters.kernel_id = s.kernel_id.value_or("");
+  c.filters.kernel_name_base = s.kernel_name_base.value_or("");
   if (s.output_directory) c.output.directory = *s.output_directory;
   if (s.output_file) {
     c.output.file = *s.output_file;

@@ -4,6 +4,8 @@
 
 #include "common/logging.hpp"
 #include "common/util.hpp"
+#include "config/kernel_id.hpp"
+#include "config/nvtx_filter.hpp"
 #include "config/text.hpp"
 
 namespace kreplay::cli {
@@ -184,6 +186,43 @@ Result<std::vector<OutputFormat>> parse_output_formats(std::string_view what,
                              join_or(names_of(kOutputFormatNames))));
   }
   return formats;
+}
+
+Result<bool> parse_profile_from_start_value(std::string_view what, std::string_view text) {
+  if (text == "on" || text == "yes" || text == "true" || text == "1") return true;
+  if (text == "off" || text == "no" || text == "false" || text == "0") return false;
+  return unknown_value(what, text, {"on", "off"});
+}
+
+Status check_kernel_name_base(std::string_view what, std::string_view text) {
+  for (std::string_view n : config::kKernelNameBaseNames) {
+    if (n == text) return Status::Ok();
+  }
+  return unknown_value(what, text,
+                       std::vector<std::string>(config::kKernelNameBaseNames.begin(),
+                                                config::kKernelNameBaseNames.end()));
+}
+
+Status check_kernel_id(std::string_view what, std::string_view text) {
+  auto id = config::KernelId::Parse(text);
+  if (id.ok()) return Status::Ok();
+  std::string m = id.status().message();
+  // The parser names --kernel-id; an input file's key says where instead.
+  if (what != "--kernel-id" && m.starts_with("--kernel-id ")) m = m.substr(12);
+  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+               what == "--kernel-id" ? m : fmt::format("{}: {}", what, m));
+}
+
+Status check_nvtx_expressions(std::string_view what, const std::vector<std::string>& exprs) {
+  if (exprs.empty()) {
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                 fmt::format("{} has no expression; give one such as \"step/\"", what));
+  }
+  for (const auto& e : exprs) {
+    auto x = config::NvtxExpression::Parse(e, what);
+    if (!x.ok()) return x.status();
+  }
+  return Status::Ok();
 }
 
 Status check_range_markers(std::string_view what, std::string_view text) {

@@ -44,6 +44,11 @@ struct RunSettings {
   std::optional<std::string> kernel_iteration_range;
   std::optional<uint64_t> launch_skip;
   std::optional<uint64_t> launch_count;
+  std::optional<std::vector<std::string>> nvtx_include;  ///< --nvtx-include, one expression each
+  std::optional<std::vector<std::string>> nvtx_exclude;
+  std::optional<bool> profile_from_start;                ///< --profile-from-start on|off
+  std::optional<std::string> kernel_id;                  ///< ncu's context:stream:name:invocation
+  std::optional<std::string> kernel_name_base;           ///< function | demangled | mangled
   std::optional<std::string> output_directory;
   std::optional<std::string> output_file;
   std::optional<std::vector<OutputFormat>> output_format;
@@ -74,6 +79,11 @@ struct RunSettings {
   X(kernel_iteration_range, "kernel_iteration_range", "--kernel-iteration-range") \
   X(launch_skip, "launch_skip", "--launch-skip")                                  \
   X(launch_count, "launch_count", "--launch-count")                               \
+  X(nvtx_include, "nvtx_include", "--nvtx-include")                               \
+  X(nvtx_exclude, "nvtx_exclude", "--nvtx-exclude")                               \
+  X(profile_from_start, "profile_from_start", "--profile-from-start")             \
+  X(kernel_id, "kernel_id", "--kernel-id")                                        \
+  X(kernel_name_base, "kernel_name_base", "--kernel-name-base")                   \
   X(output_directory, "output_directory", "--output-directory")                   \
   X(output_file, "output_file", "--output-file")                                  \
   X(output_format, "output_format", "--output-format")                            \
@@ -139,6 +149,14 @@ Result<std::vector<OutputFormat>> parse_output_formats(std::string_view what,
                                                        const std::vector<std::string>& items);
 /// "", "cuda-profiler" or "nvtx:NAME" with a non-empty NAME.
 Status check_range_markers(std::string_view what, std::string_view text);
+/// --profile-from-start: "on" or "off" (ncu's spelling; also yes/no, true/false, 1/0).
+Result<bool> parse_profile_from_start_value(std::string_view what, std::string_view text);
+/// --kernel-name-base: one of kKernelNameBaseNames.
+Status check_kernel_name_base(std::string_view what, std::string_view text);
+/// --kernel-id: ncu's context:stream:name:invocation (config/kernel_id.hpp).
+Status check_kernel_id(std::string_view what, std::string_view text);
+/// --nvtx-include / --nvtx-exclude expressions (config/nvtx_filter.hpp); at least one, none empty.
+Status check_nvtx_expressions(std::string_view what, const std::vector<std::string>& exprs);
 /// A name in kLogLevelNames or 0-4.
 Status check_log_level(std::string_view what, std::string_view text);
 /// Counter or metric names: at least one, none empty, none that looks like a path (an

@@ -22,6 +22,7 @@
 #include "output/summary_writer.hpp"
 #include "output/writer.hpp"
 #include "tool/divergence.hpp"
+#include "tool/markers.hpp"
 #include "tool/pass_plan.hpp"
 #include "tool/services/tool_service.hpp"
 #include "tool/signals.hpp"
@@ -95,6 +96,7 @@ class Profiler final : public ServiceHost {
 
   config::ToolConfig config;
   std::optional<config::KernelFilter> filter;
+  std::optional<MarkerSelection> markers;  ///< stage 0 of the filter (tool/markers.hpp)
   kreplay_context_id_t replay_ctx{}, count_ctx{}, trace_ctx{}, misc_ctx{};
   bool counting = false;
   bool tracing = false;  // the dispatch trace runs: it times single runs and writes pass records
@@ -118,6 +120,8 @@ class Profiler final : public ServiceHost {
   void on_memory(const kreplay_callback_tracing_memory_allocation_data_t& p, uint32_t op);
 
   uint64_t pass_count_of(const kreplay_kernel_dispatch_info_t& info);
+  /// The filter's verdict on one logical launch (every stage, markers included); advances it.
+  bool select_launch(const kreplay_kernel_dispatch_info_t& info);
 
   // ServiceHost (tool/services/tool_service.hpp)
   const PlannedPass* pass_of(const kreplay_kernel_dispatch_info_t& info, uint64_t pass) override;

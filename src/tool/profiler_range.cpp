@@ -12,6 +12,10 @@
 
 namespace kreplay::tool {
 
+namespace {
+uint64_t range_one_pass_cb(kreplay_range_info_t, kreplay_user_data_t) { return 1; }
+}  // namespace
+
 uint64_t Profiler::range_pass_count(const kreplay_range_info_t& info) {
   std::lock_guard lock(mu_);
   const AgentPlan* plan = plan_for(info.agent_id.handle);
@@ -22,8 +26,15 @@ void Profiler::on_range_config_enter(kreplay_callback_tracing_range_replay_data_
   std::lock_guard lock(mu_);
   const AgentPlan* plan = plan_for(p.range.agent_id.handle);
   // Every range gets a pass count, even 1: a range of one pass runs without a snapshot, but its
-  // launches still share one counter session.
-  if (plan) p.replay_pass_count = &range_pass_count_cb;
+  // launches still share one counter session. A range that opens where the markers select nothing
+  // (--profile-from-start off before cudaProfilerStart, outside --nvtx-include) gets 1: it closes
+  // where the selection changes (tool/markers.hpp), so none of its launches can be selected, and
+  // it needs no snapshot.
+  if (plan) {
+    const bool outside = markers && markers->verdict(thread_id()) !=
+                                        config::KernelFilter::Markers::kSelected;
+    p.replay_pass_count = outside ? &range_one_pass_cb : &range_pass_count_cb;
+  }
 }
 
 void Profiler::on_range_launch(kreplay_callback_tracing_range_replay_data_t& p,
@@ -31,9 +42,7 @@ void Profiler::on_range_launch(kreplay_callback_tracing_range_replay_data_t& p,
   const auto& info = p.dispatch_info;
   tl_range_launch_id = info.dispatch_id;
   launches_.fetch_add(1, std::memory_order_relaxed);
-  bool selected =
-      filter->selects_everything() || filter->select(info.kernel_name ? info.kernel_name : "",
-                                                     info.mangled_name ? info.mangled_name : "");
+  bool selected = select_launch(info);
   p.launch_selected = selected ? 1 : 0;
   std::lock_guard lock(mu_);
   if (!selected) {

@@ -38,6 +38,7 @@ int Profiler::initialize() {
     return 1;
   }
   filter.emplace(std::move(f).value());
+  markers.emplace(config.filters);
 
   // Outputs: expanded in this (the application's) process, so %pid% names the application.
   auto ctx = config::ExpansionContext::current();
@@ -206,6 +207,7 @@ int Profiler::initialize() {
       return 1;
     }
   }
+  if (!markers->subscribe(range_mode())) return 1;
   kreplay_create_context(&misc_ctx);
   kreplay_configure_callback_tracing_service(misc_ctx, KREPLAY_CALLBACK_TRACING_CODE_OBJECT,
                                              nullptr, 0, trace_cb, nullptr);

@@ -121,13 +121,23 @@ bool single_run_counts(const Dispatch& d) {
 }
 }  // namespace
 
+bool Profiler::select_launch(const kreplay_kernel_dispatch_info_t& info) {
+  if (filter->selects_everything()) return true;
+  config::KernelFilter::Launch launch;
+  launch.demangled = info.kernel_name ? info.kernel_name : "";
+  launch.mangled = info.mangled_name ? info.mangled_name : "";
+  auto dev = device_index_.find(info.agent_id.handle);  // read-only after initialize
+  launch.context = dev == device_index_.end() ? 0 : dev->second;
+  launch.stream = info.stream_id.handle;
+  launch.markers = markers ? markers->verdict(thread_id()) : config::KernelFilter::Markers::kSelected;
+  return filter->select(launch);
+}
+
 void Profiler::on_config_enter(kreplay_callback_tracing_kernel_replay_data_t& p) {
   const auto& info = p.dispatch_info;
   tl_range_launch_id = info.dispatch_id;
   launches_.fetch_add(1, std::memory_order_relaxed);
-  bool selected = filter->selects_everything() ||
-                  filter->select(info.kernel_name ? info.kernel_name : "",
-                                 info.mangled_name ? info.mangled_name : "");
+  bool selected = select_launch(info);
   std::lock_guard lock(mu_);
   Dispatch& d = dispatches_[info.dispatch_id];
   d.selected = selected;

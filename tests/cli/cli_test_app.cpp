@@ -7,6 +7,7 @@
 //                        [--two-kernels] [--sync-every S] [--read-every S]
 //                        [--profiler A B] [--nvtx NAME A B]
 //                        [--hang-after K] [--stamp] [--device D] [--peer]
+//                        [--mark K ACTION]...
 //
 // It runs N launches (default 4) of one kernel, bump(unsigned* x, unsigned n): x[i] += i + 1 and,
 // on thread 0, one atomic increment of a module-scope launch counter. bump is not idempotent, so
@@ -31,12 +32,18 @@
 // --device D everything runs on host device D (KREPLAY_HOST_DEVICES must be more than D), as a
 // rank of a job runs on the GPU of its local rank. With --peer, bump's buffer x is on the next
 // device (D + 1, with KREPLAY_HOST_DEVICES > D + 1): every bump reads and writes peer memory.
+// --mark K ACTION (repeatable, in order) makes a marker call before launch K (K = N + 1: after the
+// last): push:NAME / pop (NVTX push/pop, default domain), push:D@NAME / pop:D (domain D),
+// start:NAME / end:NAME (NVTX start/end; start:D@NAME for domain D), pstart / pstop (profiler
+// start/stop), and thread-push:NAME / thread-start:NAME (the same from another thread, which
+// then exits: its push/pop stack is its own, a start/end range is the process's).
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <map>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -103,9 +110,43 @@ T check(kreplay::Result<T> r, const char* what) {
                "[--exit-code C] [--die term|segv|abort|kill --after K] [--untracked-from K] "
                "[--two-kernels] [--sync-every S] [--read-every S] [--profiler A B] [--nvtx NAME A "
                "B] [--hang-after K] "
-               "[--stamp] [--device D] [--peer]\n",
+               "[--stamp] [--device D] [--peer] [--mark K ACTION]...\n",
                why);
   std::exit(64);
+}
+
+// --mark ACTION: see the top of the file.
+std::map<std::string, uint64_t> g_started;  // start:NAME -> id
+
+void mark_action(const std::string& action) {
+  auto arg = [&](size_t prefix) { return action.substr(prefix); };
+  auto split_domain = [](const std::string& s) {
+    auto at = s.find('@');
+    return at == std::string::npos ? std::make_pair(std::string(), s)
+                                   : std::make_pair(s.substr(0, at), s.substr(at + 1));
+  };
+  if (action.rfind("push:", 0) == 0) {
+    auto [domain, name] = split_domain(arg(5));
+    hostrt::nvtx_domain_range_push(domain.c_str(), name.c_str());
+  } else if (action == "pop") {
+    hostrt::nvtx_range_pop();
+  } else if (action.rfind("pop:", 0) == 0) {
+    hostrt::nvtx_domain_range_pop(arg(4).c_str());
+  } else if (action.rfind("start:", 0) == 0) {
+    auto [domain, name] = split_domain(arg(6));
+    g_started[arg(6)] = hostrt::nvtx_range_start(name.c_str(), domain.c_str());
+  } else if (action.rfind("end:", 0) == 0) {
+    hostrt::nvtx_range_end(g_started[arg(4)]);
+  } else if (action == "pstart") {
+    hostrt::profiler_start();
+  } else if (action == "pstop") {
+    hostrt::profiler_stop();
+  } else if (action.rfind("thread-", 0) == 0) {
+    std::thread([a = arg(7)] { mark_action(a); }).join();
+  } else {
+    std::fprintf(stderr, "cli-test-app: unknown --mark action %s\n", action.c_str());
+    std::exit(2);
+  }
 }
 
 uint32_t number(int argc, char** argv, int* i) {
@@ -143,6 +184,7 @@ int main(int argc, char** argv) {
   uint32_t profiler_from = 0, profiler_to = 0, nvtx_from = 0, nvtx_to = 0;
   bool two_kernels = false, stamps = false, peer = false;
   std::string die_by, nvtx_name;
+  std::vector<std::pair<uint32_t, std::string>> marker_calls;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--launches") {
@@ -169,6 +211,10 @@ int main(int argc, char** argv) {
       nvtx_name = argv[++i];
       nvtx_from = number(argc, argv, &i);
       nvtx_to = number(argc, argv, &i);
+    } else if (a == "--mark") {
+      uint32_t at = number(argc, argv, &i);
+      if (i + 1 >= argc) usage("--mark needs K ACTION");
+      marker_calls.emplace_back(at, argv[++i]);
     } else if (a == "--peer") {
       peer = true;
     } else if (a == "--device") {
@@ -220,6 +266,9 @@ int main(int argc, char** argv) {
       check(hostrt::stream_synchronize(stream), "synchronize");
       untracked = check(hostrt::malloc_untracked(4096), "malloc_untracked");
     }
+    for (const auto& [at, action] : marker_calls) {
+      if (at == l) mark_action(action);
+    }
     if (l == profiler_from) hostrt::profiler_start();
     if (l == nvtx_from) hostrt::nvtx_range_push(nvtx_name.c_str());
     if (two_kernels && l % 2 == 0) {
@@ -251,6 +300,9 @@ int main(int argc, char** argv) {
       check(hostrt::stream_synchronize(stream), "synchronize");
       die(die_by);
     }
+  }
+  for (const auto& [at, action] : marker_calls) {
+    if (at == launches + 1) mark_action(action);
   }
   check(hostrt::stream_synchronize(stream), "synchronize");
   if (untracked != nullptr) check(hostrt::free(untracked), "free untracked");

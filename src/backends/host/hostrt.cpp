@@ -235,36 +235,7 @@ Result<void*> get_global(Module module, std::string_view name) {
   return it->second;
 }
 
-void profiler_start() {
-  if (rt().ensure().ok())
-    sdk::Runtime::get().engine().range_marker(replay::Engine::MarkerEvent::kProfilerStart, "");
-}
-
-void profiler_stop() {
-  if (rt().ensure().ok())
-    sdk::Runtime::get().engine().range_marker(replay::Engine::MarkerEvent::kProfilerStop, "");
-}
-
-namespace {
-std::vector<std::string>& nvtx_stack() {
-  thread_local std::vector<std::string> stack;
-  return stack;
-}
-}  // namespace
-
-void nvtx_range_push(const char* name) {
-  if (!rt().ensure().ok()) return;
-  nvtx_stack().emplace_back(name ? name : "");
-  sdk::Runtime::get().engine().range_marker(replay::Engine::MarkerEvent::kNvtxPush,
-                                            nvtx_stack().back());
-}
-
-void nvtx_range_pop() {
-  if (!rt().ensure().ok() || nvtx_stack().empty()) return;
-  std::string name = std::move(nvtx_stack().back());
-  nvtx_stack().pop_back();
-  sdk::Runtime::get().engine().range_marker(replay::Engine::MarkerEvent::kNvtxPop, name);
-}
+// profiler_start/stop and the NVTX calls: hostrt_nvtx.cpp.
 
 namespace testing {
 void fail_next_snapshot(int device) {

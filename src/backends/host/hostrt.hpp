@@ -226,13 +226,22 @@ class ThreadContext {
   Probe* probe_ = nullptr;  ///< set while a per-pass service collects on the submission
 };
 
-// ---- markers (range replay: --range-markers cuda-profiler | nvtx:NAME) ----
+// ---- markers (--range-markers cuda-profiler | nvtx:NAME, --profile-from-start, --nvtx-include) ----
 /// Like cudaProfilerStart / cudaProfilerStop.
 void profiler_start();
 void profiler_stop();
 /// Like nvtxRangePushA / nvtxRangePop (per thread).
 void nvtx_range_push(const char* name);
 void nvtx_range_pop();
+// ---- NVTX selection (--nvtx-include; hostrt_nvtx.cpp): the other NVTX calls ----
+/// Like nvtxDomainRangePushEx / nvtxDomainRangePop: a push/pop range of domain @p domain on the
+/// calling thread ("" or NULL: NVTX's default domain, as nvtx_range_push / nvtx_range_pop).
+void nvtx_domain_range_push(const char* domain, const char* name);
+void nvtx_domain_range_pop(const char* domain);
+/// Like nvtxRangeStartA / nvtxDomainRangeStartEx: a start/end range of the process; its id.
+uint64_t nvtx_range_start(const char* name, const char* domain = nullptr);
+/// Like nvtxRangeEnd / nvtxDomainRangeEnd: ends range @p id (any thread may end it).
+void nvtx_range_end(uint64_t id);
 
 namespace testing {
 /// Make the next snapshot on @p device fail (to test the SNAPSHOT_FAILED decline).

@@ -437,11 +437,25 @@ int run_plan(const RunPlan& plan) {
         KR_WARN("CUDA_INJECTION64_PATH was '{}'; kreplay replaces it with its own library", current);
       }
       env.emplace_back("CUDA_INJECTION64_PATH", cuda.string());
-      // NVTX range markers reach kreplay through NVTX's injection hook.
-      if (run.config.range_markers.rfind("nvtx:", 0) == 0)
+      // NVTX range markers and NVTX selection reach kreplay through NVTX's injection hook.
+      const auto& f = run.config.filters;
+      if (run.config.range_markers.rfind("nvtx:", 0) == 0 || !f.nvtx_include.empty() ||
+          !f.nvtx_exclude.empty()) {
+        const char* current = std::getenv("NVTX_INJECTION64_PATH");  // NOLINT
+        if (current && *current && cuda.string() != current) {
+          KR_WARN("NVTX_INJECTION64_PATH was '{}'; kreplay replaces it with its own library to "
+                  "follow NVTX ranges",
+                  current);
+        }
         env.emplace_back("NVTX_INJECTION64_PATH", cuda.string());
+      }
     }
     if (!plan.log_level.empty()) env.emplace_back("KREPLAY_LOG_LEVEL", plan.log_level);
+    if (k == 0 && run.config.range_markers == "cuda-profiler") {
+      KR_NOTICE("--range-markers cuda-profiler profiles the launches between cudaProfilerStart "
+                "and cudaProfilerStop: the same selection as --profile-from-start off, which "
+                "works in every replay mode");
+    }
     // SASS-patched metrics (smsp__sass_*) with lazy module loading crash inside CUPTI when a
     // kernel of a module loaded during the run is launched again for a later pass (cuFFT's, in
     // convolutionFFT2D on the H200 with CUDA 13.0; fine with eager loading): load modules
