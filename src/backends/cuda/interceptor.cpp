@@ -30,6 +30,7 @@
 #include "backends/cuda/interception.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/module_symbols.hpp"
+#include "backends/cuda/markers.hpp"
 #include "backends/cuda/range_calls.hpp"
 #include "backends/cuda/range_memory.hpp"
 #include "backends/cuda/services/cupti_service.hpp"
@@ -127,6 +128,7 @@ void init_devices() {
     }
     // Tools load once the devices are known, so they can list agents and counters.
     sdk::Runtime::get().initialize();
+    markers::enable(state().subscriber);  // --nvtx-include, --profile-from-start (markers.hpp)
     if (sdk::Runtime::get().registry().range_context() != nullptr) {
       // Range replay must see every driver call (any of them may close a range) and markers.
       cuptiEnableDomain(1, state().subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
@@ -607,6 +609,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     }
     if (domain == CUPTI_CB_DOMAIN_NVTX) {
       range_calls::nvtx_callback(cbid, static_cast<const CUpti_NvtxData*>(data));
+      markers::nvtx_callback(cbid, static_cast<const CUpti_NvtxData*>(data));
       return;
     }
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
@@ -615,6 +618,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     // a signal handler that interrupted it must not make driver calls (close_open_ranges).
     AppCallMark mark(cb->callbackSite);
     init_devices();
+    if (cb->callbackSite == CUPTI_API_ENTER && markers::enabled()) markers::driver_call_enter(cbid);
     if (cb->callbackSite == CUPTI_API_ENTER && !is_launch(cbid) && range_calls::range_mode()) {
       CudaDevice* dev = device_of_context(cb->context);
       range_calls::driver_call_enter(cbid, cb, dev ? dev->agent : 0);
