@@ -10,6 +10,7 @@
 #include "backends/cuda/graphs.hpp"
 #include "backends/cuda/interception.hpp"
 #include "backends/cuda/internal_guard.hpp"
+#include "backends/cuda/range_calls.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
 
@@ -65,13 +66,15 @@ void make_room(CUcontext ctx, uint64_t bytes, const char* call) {
   if (dev == nullptr || bytes == 0) return;
   auto& engine = sdk::Runtime::get().engine();
   kreplay_replay_storage_t held{};
-  if (!engine.replay_storage(dev->agent, &held) || held.device_bytes == 0) return;
+  const bool pool = engine.replay_storage(dev->agent, &held) && held.device_bytes > 0;
+  // An open range also holds storage of its own: what it saved of the memory allocated inside it.
+  if (!pool && !range_calls::range_mode()) return;
   constexpr uint64_t kSlack = 64ull << 20;  // allocation granularity, the driver's own needs
   if (dev->free_device_bytes() >= bytes + kSlack) return;
   // An open range's entry state lives in that storage: the range closes first (allocations no
-  // longer close ranges by themselves).
+  // longer close ranges by themselves), which also gives back what it saved.
   engine.range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MEMORY, call);
-  engine.release_storage_for_application(dev->agent);
+  if (pool) engine.release_storage_for_application(dev->agent);
 }
 
 VmmTracker& vmm_tracker(CUdevice dev) {

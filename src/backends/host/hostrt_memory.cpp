@@ -186,8 +186,10 @@ Result<void*> allocate(size_t bytes, int device, bool tracked,
   // kreplay never takes the application's memory: its snapshot storage goes first (an open
   // range's entry state lives there: the range closes before).
   if (!dev->reserve(bytes)) {
+    // Closing the range also runs its deferred frees and gives back what it saved.
     engine.range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MEMORY, call);
-    if (!engine.release_storage_for_application(dev->agent) || !dev->reserve(bytes)) {
+    if (!dev->reserve(bytes) &&
+        (!engine.release_storage_for_application(dev->agent) || !dev->reserve(bytes))) {
       return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,
                    fmt::format("host device {} is out of memory ({} requested)", device,
                                format_bytes(bytes)));
