@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite multigpu writeset writesetbench pcbisect pcprobe pcorder pcstart pcfix heapprobe rangespan real apicost warmstart. (nccl and multigpu need two
+# services servicesbench servicesuite multigpu writeset writesetbench pcbisect pcprobe pcorder pcstart pcfix heapprobe modload rangespan real apicost warmstart. (nccl and multigpu need two
 # GPUs; with one nccl says SKIP and multigpu checks its programs on the one.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -555,6 +555,19 @@ PY
       --out "$W/writeset-bench" --programs "${KREPLAY_WS_PROGRAMS:-kv_decode,torch_bigpool,jax_default}" \
       --timeout "${KREPLAY_WS_RUN_LIMIT:-240}" --ncu-timeout "${KREPLAY_WSB_NCU_LIMIT:-120}"
     grep -v '^\s*$' "$W/writeset_bench.log" | tail -40 | tee -a "$O/summary.txt"
+    ;;
+  modload)  # issue 30 item 6: what CUDA_MODULE_LOADING=EAGER (forced with SASS-patched metrics) costs the
+            # cuBLAS sequence, and whether lazy loading still breaks a cuFFT relaunch under the 10-pass set
+    step modload_native_warm 60 "$D/bin/real_cublas_inplace"
+    for L in EAGER LAZY; do
+      step "modload_native_$L" 60 env CUDA_MODULE_LOADING=$L "$D/bin/real_cublas_inplace"
+      step "modload_cublas_$L" 120 env CUDA_MODULE_LOADING=$L "$K" --metrics "$TEN" -- "$D/bin/real_cublas_inplace"
+      step "modload_cufft_$L" 120 env CUDA_MODULE_LOADING=$L "$K" --metrics "$TEN" -- "$D/bin/kreplay_gpu_cufft_plan"
+      grep -h "replayed\|declined\|rror\|egmentation" "$W/modload_cublas_$L.log" "$W/modload_cufft_$L.log" |
+        tail -4 | cut -c1-200 | tee -a "$O/summary.txt"
+    done
+    step modload_ncu 180 ncu --replay-mode kernel --cache-control all --clock-control none --metrics "$TEN" \
+      "$D/bin/real_cublas_inplace"
     ;;
   heapprobe)  # bench/cuda/heap_probe.cu: can the device malloc heap be found and restored (issue 10 item 3)
     step heap_probe 60 "$D/bin/heap_probe"

@@ -327,6 +327,19 @@ class Device {
   virtual Status restore(std::span<const CopyRegion> regions, uint64_t chunk_bytes,
                          std::span<const uint64_t> chunks) = 0;
 
+  /// The device-side heap (device malloc/free/new/delete), its allocator's state included, for a
+  /// window over a launch that uses it (KREPLAY_DISPATCH_FLAG_DEVICE_HEAP): save_heap() before
+  /// the window's first pass (the device drained), restore_heap() before each later pass,
+  /// drop_heap() when the window ends. Each returns when done; the bytes saved / put back.
+  /// NOT_AVAILABLE (the default): the device cannot, and such launches are declined DEVICE_HEAP.
+  virtual Result<uint64_t> save_heap() {
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot save its device heap");
+  }
+  virtual Result<uint64_t> restore_heap() {
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot restore its device heap");
+  }
+  virtual void drop_heap() {}
+
   /// Bytes of device memory kernels may write that the inventory does not track (0 = none).
   virtual uint64_t untracked_bytes() { return 0; }
 

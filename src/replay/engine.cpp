@@ -293,13 +293,6 @@ DispatchState* Engine::enter(device::Launch& launch) {
     decline(*st, st->forced_decline);
   } else if (st->known_host_waiter) {
     decline(*st, KREPLAY_DECLINE_REASON_WAITS_FOR_HOST);  // it waited for the host before
-  } else if (info.flags & KREPLAY_DISPATCH_FLAG_DEVICE_HEAP) {
-    KR_WARN_ONCE("device-heap",
-                 "kernels whose code uses the device-side heap (malloc, free, new or delete in "
-                 "device code; first: {}) are not replayed: kreplay cannot save and restore the "
-                 "heap, and a second pass would allocate or free its objects again; they run once",
-                 info.kernel_name ? info.kernel_name : "?");
-    decline(*st, KREPLAY_DECLINE_REASON_DEVICE_HEAP);
   } else if (st->peer_agent != 0) {
     warn_peer_memory(info);
     decline(*st, KREPLAY_DECLINE_REASON_PEER_MEMORY);
@@ -372,6 +365,11 @@ kreplay_decline_reason_t Engine::save_entry_state(DispatchState& st, Snapshot& s
   if (holds_untracked_memory(dev)) return KREPLAY_DECLINE_REASON_UNTRACKED_MEMORY;
   // A graph launch reaches memory through its nodes, not through argument bytes: all of it.
   const device::GraphInfo* graph = st.launch->graph();
+  // A launch that uses the device heap saves the heap after its snapshot (save_device_heap); the
+  // device may save all of its memory with the heap, so the snapshot is a full one, not a write
+  // set whose digests a heap restore could put back.
+  const bool heap = graph == nullptr && (st.info.flags & KREPLAY_DISPATCH_FLAG_DEVICE_HEAP) != 0;
+  if (heap) write_bounded = false;
   const bool args_scope = opt.scope == KREPLAY_SNAPSHOT_SCOPE_ARGS && graph == nullptr;
   std::vector<Region> regions = args_scope
                                     ? inventory_.regions_for_args(slot.agent, st.launch->info().arg_bytes)
@@ -428,7 +426,7 @@ kreplay_decline_reason_t Engine::save_entry_state(DispatchState& st, Snapshot& s
   out.snapshot_ns = t1 - t0;
   out.snapshot_mode = KREPLAY_SNAPSHOT_MODE_FULL;
   st.intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
-  return KREPLAY_DECLINE_REASON_NONE;
+  return heap ? save_device_heap(st) : KREPLAY_DECLINE_REASON_NONE;
 }
 
 kreplay_decline_reason_t Engine::save_write_set(DispatchState& st, Snapshot& snapshot,
@@ -464,6 +462,7 @@ kreplay_decline_reason_t Engine::save_write_set(DispatchState& st, Snapshot& sna
 }
 
 void Engine::decline(DispatchState& st, kreplay_decline_reason_t reason) {
+  drop_device_heap(st);
   if (st.exclusive.owns_lock()) {
     tls().drop_window(st.slot);
     st.exclusive.unlock();
@@ -643,6 +642,10 @@ void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
       return;
     }
     Result<uint64_t> zeroed = restore_zeroed(*st.slot, st.ws);
+    if (zeroed.ok() && st.heap_saved) {
+      Result<uint64_t> heap = restore_device_heap(st);
+      zeroed = heap.ok() ? Result<uint64_t>(*zeroed + *heap) : heap;
+    }
     if (!zeroed.ok()) {
       KR_ERROR("dispatch {} ({}): restore after pass {} failed: {}; its memory may hold more "
                "than one execution",
@@ -687,6 +690,10 @@ bool Engine::run_probe(DispatchState& st) {
   // The probe finished: back to the entry state; every pass is a resubmission.
   uint64_t t0 = now_ns();
   Result<uint64_t> restored = st.snapshot.restore(*st.slot->device, opt.verify_restore);
+  if (restored.ok() && st.heap_saved) {
+    Result<uint64_t> heap = restore_device_heap(st);
+    restored = heap.ok() ? Result<uint64_t>(*restored + *heap) : heap;
+  }
   uint64_t t1 = now_ns();
   if (!restored.ok()) {
     KR_ERROR("dispatch {} ({}): restore after its first run failed: {}", st.info.dispatch_id,
@@ -779,6 +786,7 @@ void Engine::finish_window(DispatchState& st) {
 }
 
 void Engine::release(DispatchState* st) {
+  drop_device_heap(*st);
   hooks_.end_dispatch(*st);
   if (st->exclusive.owns_lock()) {
     tls().drop_window(st->slot);

@@ -192,6 +192,9 @@ struct DispatchState {
   bool window = false;         ///< the pass loop runs
   bool wait_needed = false;    ///< single run: wait for completion (a service needs its end)
   bool reentrant = false;
+  /// The window saved the device heap (a launch that uses it; device_heap.cpp): put back before
+  /// each later pass, dropped when the window ends.
+  bool heap_saved = false;
   kreplay_replay_outcome_record_t outcome{};
   std::vector<kreplay_replay_interval_t> intervals;
   device::PassTiming timing{};  ///< timing of the last completed pass
@@ -651,6 +654,12 @@ class Engine {
   /// A kernel window's kWriteSet save (baseline, saved chunks; fills the outcome); NONE or a
   /// decline reason.
   kreplay_decline_reason_t save_write_set(DispatchState& st, Snapshot& snapshot, uint64_t t0);
+  // The device heap of a launch that uses it (device_heap.cpp): saved after the window's
+  // snapshot (a device may save all of its memory with it, kreplay's storage included), put back
+  // after each restore of the snapshot, dropped at the window's end.
+  kreplay_decline_reason_t save_device_heap(DispatchState& st);
+  Result<uint64_t> restore_device_heap(DispatchState& st);
+  void drop_device_heap(DispatchState& st);
   // ranges (range.cpp); the callers hold slot.range_mu
   void range_enter(DispatchState& st);
   void range_exit(DispatchState& st, bool submitted);

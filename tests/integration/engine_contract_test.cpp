@@ -638,12 +638,15 @@ TEST_F(Contract, DeclineReentrantLaunchFromAToolCallback) {
   EXPECT_EQ(*module().launch_counter, 2u);
 }
 
-// A kernel whose module uses the device-side heap (device malloc/free/new/delete) could allocate
-// or free its objects again on a second pass, and the heap cannot be restored: it is declined with
-// its own reason and runs once; kernels of other modules are still replayed.
+// A kernel whose module uses the device-side heap (device malloc/free/new/delete) would allocate
+// or free its objects again on a second pass: on a device that cannot save and restore its heap it
+// is declined with its own reason and runs once; kernels of other modules are still replayed
+// (heap_contract_test: the host device replays them with the heap put back).
 TEST_F(Contract, DeclineDeviceHeapKernel) {
+  hostrt::testing::set_heap_restorable(false);
   expect_declined_once_then_replayed(module().heap_update, KREPLAY_DECLINE_REASON_DEVICE_HEAP,
                                      "device_heap");
+  hostrt::testing::set_heap_restorable(true);
 }
 
 // A launch whose arguments point into mapped host memory may wait for the host, which cannot act

@@ -65,6 +65,10 @@ class CudaDevice final : public device::Device {
                      std::span<const uint64_t> chunks) override;
   Status digest_live(std::span<const device::CopyRegion> regions, uint64_t chunk_bytes,
                      std::span<uint64_t> digests) override;
+  /// The device heap: a CUPTI checkpoint of the launch's context (device_heap.cpp).
+  Result<uint64_t> save_heap() override;
+  Result<uint64_t> restore_heap() override;
+  void drop_heap() override;
   device::CounterBackend* counters() override { return counters_; }
   /// PC sampling, SASS metrics and PM sampling through CUPTI (services/), created on first use.
   device::PassService* service(int kind) override;
@@ -119,6 +123,8 @@ class CudaDevice final : public device::Device {
   std::mutex captures_mu_;
   std::set<CUstream> capturing_;
   std::atomic<bool> any_capture_{false};
+  std::mutex heap_mu_;
+  std::shared_ptr<struct HeapCheckpoint> heap_;  ///< guarded by heap_mu_ (device_heap.cpp)
 };
 
 /// Which API the application used, so passes > 0 are submitted the same way.

@@ -73,8 +73,9 @@ std::vector<device::CounterValue> values_of(const std::vector<std::string>& name
 class Executor {
  public:
   static void run(KernelFn fn, ThreadContext& ctx, const std::byte* args, const uint32_t* offsets,
-                  ExecRecord& rec, Probe* probe) {
+                  ExecRecord& rec, Probe* probe, DeviceHeap* heap = nullptr) {
     ctx.args_ = args;
+    ctx.heap_ = heap;
     ctx.offsets_ = offsets;
     ctx.probe_ = probe;
     const Dim3 g = ctx.grid_dim, b = ctx.block_dim;
@@ -579,7 +580,8 @@ Status HostLaunch::submit() {
         ThreadContext ctx;
         ctx.grid_dim = grid;
         ctx.block_dim = block;
-        Executor::run(fn, ctx, args.data(), offsets.data(), *rec, rec->probe.get());
+        Executor::run(fn, ctx, args.data(), offsets.data(), *rec, rec->probe.get(),
+                      dev != nullptr ? dev->heap() : nullptr);
         if (rec->probe) rec->probe->finish();
         rec->end_ns = now_ns();
         if (rec->end_ns == rec->start_ns) ++rec->end_ns;

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/host/device_heap.hpp"
 #include "backends/host/hostrt.hpp"
 #include "backends/host/services/host_service.hpp"
 #include "device/device.hpp"
@@ -99,6 +100,13 @@ class HostDevice final : public device::Device, public device::CounterBackend {
                      std::span<const uint64_t> chunks) override;
   /// digest_baseline() calls so far (tests: a window that reuses the last one takes none).
   uint64_t baseline_digests_taken();
+  // The device heap (device_heap.cpp).
+  Result<uint64_t> save_heap() override;
+  Result<uint64_t> restore_heap() override;
+  void drop_heap() override;
+  DeviceHeap* heap();  ///< created on first use (KREPLAY_HOST_HEAP bytes, default 1 MiB)
+  void set_heap_restorable(bool v) { heap_restorable_ = v; }
+  void skip_heap_restore(bool v) { skip_heap_restore_ = v; }
   /// The host device has no caches: it counts the flushes and models what they leave (for tests:
   /// hostrt::testing). Like CUDA's flush, which is a kernel, one made while a range counter
   /// session is open takes a range of its own there, which end_range_pass leaves out where
@@ -188,6 +196,11 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   uint64_t baseline_chunk_bytes_ = 0;
   std::vector<uint64_t> baseline_digests_;
   uint64_t baseline_digests_taken_ = 0;
+  std::once_flag heap_once_;
+  std::unique_ptr<DeviceHeap> heap_;
+  std::mutex heap_mu_;
+  std::vector<std::byte> heap_saved_;  ///< guarded by heap_mu_
+  std::atomic<bool> heap_restorable_{true}, skip_heap_restore_{false};
 };
 
 /// What the host device executes as one submission: a kernel launch or a graph launch.

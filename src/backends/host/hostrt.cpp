@@ -14,6 +14,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "backends/host/device_heap.hpp"
 #include "backends/host/hostrt_internal.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
@@ -240,6 +241,16 @@ Result<void*> get_global(Module module, std::string_view name) {
 namespace testing {
 void fail_next_snapshot(int device) {
   if (rt().ensure().ok() && rt().device(device)) rt().device(device)->fail_next_snapshot();
+}
+void set_heap_restorable(bool restorable, int device) {
+  if (rt().ensure().ok() && rt().device(device)) rt().device(device)->set_heap_restorable(restorable);
+}
+void skip_heap_restore(bool skip, int device) {
+  if (rt().ensure().ok() && rt().device(device)) rt().device(device)->skip_heap_restore(skip);
+}
+size_t heap_live_allocations(int device) {
+  if (!rt().ensure().ok() || rt().device(device) == nullptr) return 0;
+  return rt().device(device)->heap()->live();
 }
 void fail_counter_passes(int n, int device) {
   if (rt().ensure().ok() && rt().device(device)) rt().device(device)->fail_counter_passes(n);

@@ -214,6 +214,11 @@ class ThreadContext {
   }
   /// Like a device-side assert or trap: the launch fails (its wait reports DEVICE_FAULT).
   void trap() { trapped_ = true; }
+  /// Like device-side malloc / free (new / delete): from the device's heap (device_heap.hpp),
+  /// which kernels of a module loaded with ModuleDesc::uses_device_heap use. malloc gives nullptr
+  /// when the heap is full; freeing what is not a live allocation traps (a double free).
+  void* heap_malloc(size_t bytes);
+  void heap_free(void* p);
   uint64_t global_thread_id() const;
 
  private:
@@ -223,6 +228,7 @@ class ThreadContext {
   const uint32_t* offsets_ = nullptr;
   uint64_t bytes_read_ = 0, bytes_written_ = 0, ops_ = 0;
   bool trapped_ = false;
+  class DeviceHeap* heap_ = nullptr;  ///< the device's heap (device_heap.hpp)
   Probe* probe_ = nullptr;  ///< set while a per-pass service collects on the submission
 };
 
@@ -250,6 +256,13 @@ void fail_next_snapshot(int device = 0);
 void fail_counter_passes(int n, int device = 0);
 /// Agent handle of @p device.
 uint64_t agent_of(int device = 0);
+/// The device heap (device_heap.hpp): whether @p device can save and restore it (default true;
+/// false models a device that cannot, whose heap launches are declined DEVICE_HEAP); with
+/// @p skip, restore_heap puts nothing back (shows what the restore prevents); its live
+/// allocations now.
+void set_heap_restorable(bool restorable, int device = 0);
+void skip_heap_restore(bool skip, int device = 0);
+size_t heap_live_allocations(int device = 0);
 /// Cache flushes the engine asked @p device for (Device::flush_caches): all of them, those made
 /// while a kernel ran, per kernel submission (in order) the flushes since the previous one, and
 /// per kernel execution (in the order they started) the bytes earlier kernels wrote since the
