@@ -193,6 +193,10 @@ Result<NvtxExpression> NvtxExpression::Parse(std::string_view text, std::string_
     if (find_unescaped(whole, '@', at + 1) != std::string::npos)
       return fail("more than one '@' (one domain per expression; write \\@ for an '@' in a name)");
     if (at == 0) return fail("the domain before '@' is empty (leave out \"@\" for the default domain)");
+    if (find_unescaped(sub(whole, 0, at), ',') != std::string::npos ||
+        find_unescaped(sub(whole, 0, at), '/') != std::string::npos)
+      return fail("the domain applies to the whole expression and comes first (write D@A,B for "
+                  "start/end ranges A and B of domain D)");
     if (!make_name(sub(whole, 0, at), &impl->domain)) return fail(error);
     whole = sub(whole, at + 1);
     if (whole.text.empty()) return fail("no range after the domain's '@'");

@@ -97,7 +97,8 @@ TEST(NvtxExpression, EscapesMakeSeparatorsPartOfAName) {
 
 TEST(NvtxExpression, MalformedExpressionsAreOneLineEach) {
   for (std::string_view bad : {"", "regex:", "A//B", "@A/", "D@", "A@B@C/", "[/", "*/",
-                               "A/regex:(/", "regex:(", "A],B", "A]/B/", "A,,B", "A,B/"}) {
+                               "A/regex:(/", "regex:(", "A],B", "A]/B/", "A,,B", "A,B/",
+                               "A,D@B", "A/D@B/"}) {
     std::string m = parse_error(bad);
     EXPECT_NE(m.find("--nvtx-include"), std::string::npos) << bad << ": " << m;
     EXPECT_NE(m.find("write it like"), std::string::npos) << bad << ": " << m;

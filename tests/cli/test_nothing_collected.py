@@ -93,6 +93,24 @@ class NothingSelected(e2e.KreplayTestCase):
             self.assertEqual(e2e.rows(db, "SELECT replay_mode FROM run")[0]["replay_mode"],
                              "range")
 
+    def test_marker_filters_and_kernel_ids_say_it_too(self):
+        # The sample app makes no NVTX or profiler calls.
+        for i, (filters, line) in enumerate((
+                (["--nvtx-include", "step/"],
+                 "--nvtx-include step/ selected none of 10 launches of 2 kernels"),
+                (["--nvtx-include", "train step/", "--nvtx-exclude", "warmup/"],
+                 "--nvtx-include \"train step/\" and --nvtx-exclude warmup/ selected none of 10 "
+                 "launches of 2 kernels"),
+                (["--profile-from-start", "off"],
+                 "--profile-from-start off (no launch came between cudaProfilerStart and "
+                 "cudaProfilerStop) selected none of 10 launches of 2 kernels"),
+                (["--kernel-id", "::scale_add:7"],
+                 "--kernel-id ::scale_add:7 selected none of 10 launches of 2 kernels"))):
+            for mode in ("kernel", "range"):
+                r = self.sample("--pmc", "ops", "--pmc", "launches", "--replay-mode", mode,
+                                "-d", "m{}{}".format(i, mode), *filters)
+                self.check_said(r, line)
+
     def test_a_run_that_selects_launches_says_nothing_of_it(self):
         for i, filters in enumerate((["-k", "scale_add"], ["--launch-skip", "9"],
                                      ["--kernel-iteration-range", "6"],

@@ -37,7 +37,8 @@ class OptionLists(e2e.KreplayTestCase):
         names = [n for names in options for n in names]
         for must in ("--pmc", "--pmc-check", "--metrics", "--section", "--set", "--chip",
                      "--output-format", "-k", "-o", "-d", "-i", "--section-folder",
-                     "--replay-mode", "--launch-count"):
+                     "--replay-mode", "--launch-count", "--nvtx-include", "--nvtx-exclude",
+                     "--profile-from-start", "--kernel-id", "--kernel-name-base"):
             self.assertIn(must, names, "not found in --help")
         for names in options:
             for name in names:
@@ -63,6 +64,18 @@ class OptionLists(e2e.KreplayTestCase):
         db = self.db_of(r)
         names = {x["name"] for x in e2e.rows(db, "SELECT DISTINCT name FROM counters")}
         self.assertEqual(names, {"ops", "launches", "bytes_read"})
+
+    def test_nvtx_include_is_a_list_of_whole_expressions(self):
+        # Repeated, or several values before the next option; an expression is never split at
+        # its commas.
+        app = [e2e.TEST_APP, "--mark", "2", "push:eval", "--mark", "3", "pop"]
+        for i, args in enumerate((["--nvtx-include", "step/", "--nvtx-include", "eval/"],
+                                  ["--nvtx-include", "step/", "eval/"])):
+            r = self.kreplay_ok("--pmc", "ops", *args, "-d", "out{}".format(i), "--", *app)
+            self.assertIn("3 not selected", r.stderr, str(r))
+        r = self.kreplay_ok("--pmc", "ops", "--nvtx-include", "a,b", "-d", "comma", "--",
+                            e2e.TEST_APP, "--mark", "1", "start:a", "--mark", "2", "start:b")
+        self.assertIn("1 not selected", r.stderr, str(r))
 
     def test_values_written_with_equals_are_values(self):
         r = self.kreplay_ok("--kernel-name=-odd", "--pmc=ops", "-d", "out", "--", e2e.SAMPLE_APP)
