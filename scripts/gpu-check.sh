@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite multigpu writeset writesetbench pcbisect pcprobe pcorder pcstart pcfix heapprobe modload rangespan real apicost warmstart. (nccl and multigpu need two
+# services servicesbench servicesuite multigpu writeset writesetbench nvtxsel pcbisect pcprobe pcorder pcstart pcfix heapprobe modload rangespan real apicost warmstart. (nccl and multigpu need two
 # GPUs; with one nccl says SKIP and multigpu checks its programs on the one.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -549,6 +549,13 @@ PY
       --modes "${KREPLAY_WS_MODES:-kernel,range}" --variants "${KREPLAY_WS_VARIANTS:-tool,default,full}" \
       --timeout "${KREPLAY_WS_RUN_LIMIT:-240}"
     grep -v '^\s*$' "$W/writeset_check.log" | tail -40 | tee -a "$O/summary.txt"
+    ;;
+  nvtxsel)  # issue 31 item 5: one training step by NVTX range and by profiler start/stop, in kernel,
+            # range and auto replay (tests/gpu/nvtxsel_check.py); KREPLAY_NVTXSEL_MODES picks
+    step nvtxsel_check "${KREPLAY_NVTXSEL_LIMIT:-540}" python3 tests/gpu/nvtxsel_check.py "$D" \
+      --out "$W/nvtxsel" --modes "${KREPLAY_NVTXSEL_MODES:-kernel,range,auto}" \
+      --timeout "${KREPLAY_NVTXSEL_RUN_LIMIT:-240}"
+    grep -v '^\s*$' "$W/nvtxsel_check.log" | tail -20 | tee -a "$O/summary.txt"
     ;;
   writesetbench)  # issue 29 item 4: bench/writeset_bench.py (kreplay, ncu, small footprint)
     step writeset_bench "${KREPLAY_WSB_LIMIT:-540}" python3 bench/writeset_bench.py "$D" \
