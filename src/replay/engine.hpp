@@ -335,6 +335,11 @@ struct RangeState {
   std::vector<uint64_t> pre_active;
   std::vector<std::pair<uint64_t, bool>> overrides;
   Snapshot snapshot;
+  /// A launch that uses the device heap is a range of its own: its full snapshot is followed by a
+  /// save of the heap (heap_saved), put back after every restore (device_heap.cpp).
+  bool heap = false;
+  bool heap_saved = false;
+  const char* heap_kernel = nullptr;  ///< its kernel's name, for the message when it cannot
   device::CounterSet* counter_set = nullptr;  ///< the current pass's counter session
   /// Index of the first launch the session counts: on pass 0 the session starts at the first
   /// launch a tool counts (launches before it were not selected); on later passes at launch 0.
@@ -660,6 +665,8 @@ class Engine {
   kreplay_decline_reason_t save_device_heap(DispatchState& st);
   Result<uint64_t> restore_device_heap(DispatchState& st);
   void drop_device_heap(DispatchState& st);
+  /// A heap launch's range, after its full snapshot: save the heap (NONE, or DEVICE_HEAP).
+  kreplay_decline_reason_t save_range_heap(device::Device& dev, RangeState& r);
   // ranges (range.cpp); the callers hold slot.range_mu
   void range_enter(DispatchState& st);
   void range_exit(DispatchState& st, bool submitted);

@@ -273,9 +273,9 @@ void Engine::range_enter(DispatchState& st) {
   // workload, replayed by launching the graph again; one that cannot be run again is a declined
   // range, so the tool still learns of it and why.
   const device::GraphInfo* graph = st.launch->graph();
+  // So is a launch that uses the device heap: its range saves the heap too (device_heap.cpp).
   const bool can_join =
-      (st.info.flags & (KREPLAY_DISPATCH_FLAG_CAPTURED | KREPLAY_DISPATCH_FLAG_COLLECTIVE |
-                        KREPLAY_DISPATCH_FLAG_DEVICE_HEAP)) == 0 &&
+      (st.info.flags & (KREPLAY_DISPATCH_FLAG_CAPTURED | KREPLAY_DISPATCH_FLAG_COLLECTIVE)) == 0 &&
       st.launch->recordable() && range_markers_allow();
   if (!slot.range && can_join) {
     // A launch that reads mapped host memory may wait for the host: it is a range of its own whose
@@ -308,6 +308,8 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
                         kreplay_decline_reason_t declined) {
   auto r = std::make_unique<RangeState>();
   r->whole_graph = first.launch->graph() != nullptr;
+  r->heap = !r->whole_graph && (first.info.flags & KREPLAY_DISPATCH_FLAG_DEVICE_HEAP) != 0;
+  r->heap_kernel = first.info.kernel_name;
   r->declined = declined;
   r->info.size = sizeof(r->info);
   r->info.range_id = next_range_id_.fetch_add(1, std::memory_order_relaxed);
@@ -442,6 +444,7 @@ kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& 
   std::vector<Region> regions = inventory_.regions(slot.agent);
   // A whole graph's write sets are the graph's own, shared with kernel replay's.
   const bool range_key = !r.whole_graph;
+  if (r.heap) write_bounded = false;  // a full snapshot, then the heap (save_range_full)
   choose_save(slot, regions, range_key, write_bounded, r.ws);
   if (r.ws.kind == SaveKind::kFull) {
     slot.baseline_valid = false;  // the range's passes change memory unmeasured
@@ -512,13 +515,17 @@ kreplay_decline_reason_t Engine::save_range_full(DeviceSlot& slot, RangeState& r
     return KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
   }
   r.outcome.snapshot_mode = KREPLAY_SNAPSHOT_MODE_FULL;
+  if (r.heap) {
+    if (kreplay_decline_reason_t why = save_range_heap(dev, r); why != KREPLAY_DECLINE_REASON_NONE)
+      return why;
+  }
   uint64_t t1 = now_ns();
   // Published before the window opens again: a copy that takes the window from now on must see
   // the range and close it first (its barrier waits on range_mu, held until this launch's exit),
   // or the range's restore would undo what it writes. open_range sets slot.range itself.
   slot.range_open.store(true, std::memory_order_release);
   window.unlock();
-  r.outcome.bytes_snapshotted = bytes;
+  r.outcome.bytes_snapshotted += bytes;  // after the heap, where there is one
   r.outcome.snapshot_ns = t1 - t0;
   r.intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
   return KREPLAY_DECLINE_REASON_NONE;
@@ -610,8 +617,9 @@ void Engine::range_exit(DispatchState& st, bool submitted) {
   }
   st.range_launch = nullptr;
   st.in_range = false;
-  // A graph launch is a range of its own, and so is a declined launch: it closes at its exit.
-  if (slot.range && (slot.range->whole_graph || slot.range->probe ||
+  // A graph launch is a range of its own, and so are a declined launch and one that uses the
+  // device heap: it closes at its exit.
+  if (slot.range && (slot.range->whole_graph || slot.range->probe || slot.range->heap ||
                      slot.range->declined != KREPLAY_DECLINE_REASON_NONE)) {
     close_range(slot, slot.range->whole_graph ? KREPLAY_RANGE_CLOSE_GRAPH : KREPLAY_RANGE_CLOSE_OTHER);
   }
@@ -835,6 +843,10 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
       Result<uint64_t> zeroed = restore_zeroed(slot, r.ws);
       restored = zeroed.ok() ? Result<uint64_t>(*restored + *zeroed) : zeroed;
     }
+    if (restored.ok() && r.heap_saved) {
+      Result<uint64_t> heap = dev.restore_heap();
+      restored = heap.ok() ? Result<uint64_t>(*restored + *heap) : heap;
+    }
     if (restored.ok() && !r.allocations.empty()) {  // memory allocated inside the range
       Result<uint64_t> late = restore_allocations(dev, r);
       restored = late.ok() ? Result<uint64_t>(*restored + *late) : late;
@@ -943,6 +955,7 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
   for (auto& rl : r.launches) hooks_.end_dispatch(*rl->st);
   // Frees deferred during the range, and the storage of what it allocated (range_memops.cpp).
   end_range_memory(dev, r);
+  if (r.heap_saved) dev.drop_heap();
   auto& windows = detail::thread_windows();
   windows.erase(std::find(windows.begin(), windows.end(), &slot));
   slot.range_open.store(false, std::memory_order_release);

@@ -202,20 +202,37 @@ TEST_F(Range, ACollectiveKernelClosesTheRangeAndRunsOnce) {
   EXPECT_EQ(exits[1].outcome.launches, 1u);  // the launch after the collective one
 }
 
-// A kernel whose module uses the device heap closes the open range and runs once, outside any
-// range, like a collective one.
-TEST_F(Range, ADeviceHeapKernelClosesTheRangeAndRunsOnce) {
-  float* x = buffer(256, 0.5f);
-  update(x, 256);
-  ASSERT_TRUE(hr::launch_args(fx().heap_update, {4}, {64}, stream_, x, 256u).ok());
-  update(x, 256);
-  ASSERT_TRUE(hr::device_synchronize().ok());
-  EXPECT_EQ(x[3], expect(0.5f + 0.003f, 3));  // every launch ran once
-  auto exits = S().exits();
-  ASSERT_EQ(exits.size(), 2u);
-  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER);
-  EXPECT_EQ(exits[0].outcome.launches, 1u);
-  EXPECT_EQ(exits[1].outcome.launches, 1u);
+// A kernel whose module uses the device heap closes the open range and is a range of its own,
+// replayed with the heap saved after its snapshot and put back after every restore (the device
+// heap's own tests: heap_contract_test); on a device that cannot save its heap that range is
+// declined DEVICE_HEAP and its launch runs once.
+TEST_F(Range, ADeviceHeapKernelIsARangeOfItsOwn) {
+  for (bool restorable : {true, false}) {
+    S().reset();
+    hr::testing::set_heap_restorable(restorable);
+    float* x = buffer(256, 0.5f);
+    update(x, 256);
+    ASSERT_TRUE(hr::launch_args(fx().heap_update, {4}, {64}, stream_, x, 256u).ok());
+    update(x, 256);
+    ASSERT_TRUE(hr::device_synchronize().ok());
+    hr::testing::set_heap_restorable(true);
+    EXPECT_EQ(x[3], expect(0.5f + 0.003f, 3));  // every launch ran once
+    auto exits = S().exits();
+    ASSERT_EQ(exits.size(), 3u);
+    EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER);
+    EXPECT_EQ(exits[0].outcome.launches, 1u);
+    EXPECT_EQ(exits[1].outcome.launches, 1u);  // the heap launch
+    EXPECT_EQ(exits[1].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER);
+    if (restorable) {
+      EXPECT_EQ(exits[1].outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+      EXPECT_EQ(exits[1].outcome.passes_executed, 3u);
+      EXPECT_EQ(exits[1].outcome.snapshot_mode, KREPLAY_SNAPSHOT_MODE_FULL);
+    } else {
+      EXPECT_EQ(exits[1].outcome.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
+      EXPECT_EQ(exits[1].outcome.reason, KREPLAY_DECLINE_REASON_DEVICE_HEAP);
+    }
+    EXPECT_EQ(exits[2].outcome.launches, 1u);
+  }
 }
 
 // Graph launches in range replay. Node profiling: the graph's kernel nodes, run one at a time
