@@ -15,11 +15,13 @@ correctness failure, reported loudly, and makes run.py exit 1. A run that fails 
 reported and the others go on.
 
 Printed per program and in total: wall time of each mode, the profiling overhead (wall minus
-native) of each, kernel/ncu and range/ncu of the overheads (targets: <= 0.5 and <= 0.1), and the
+native) of each, kernel/ncu and range/ncu of the overheads (targets: <= 0.5 and <= 0.15), and the
 CUPTI floor of kernel and range replay: the time kreplay spent inside CUPTI's calls made for every
 profiled collection and pass (CounterDataImageInitialize, SetConfig, Start, Stop, DecodeData),
 from what KREPLAY_PRINT_COSTS=1 prints at exit. floor/ncu is the best ratio that program could
-reach if everything but those calls cost nothing. Also kreplay's tally of each run (launches,
+reach if everything but those calls cost nothing. Then per program the ranges of range replay:
+launches per range (issue 30's target: at least 8 for Thrust, CUB and PyTorch training) and what
+closed them, from kreplay's range tally line; and range/ncu in total against its target (0.15). Also kreplay's tally of each run (launches,
 replayed, declined and why) and the number of launches ncu profiled. Everything is also written to
 <out>/real.json; logs of every run are in <out>/logs.
 """
@@ -59,6 +61,12 @@ TALLY = re.compile(r"==KREPLAY== (\d+) launches: (\d+) replayed \((\d+) passes\)
 COST = re.compile(r"==KREPLAY== cost (\S+)\s+calls=(\d+)\s+total_ms=([\d.]+)\s+mean_ms=([\d.]+)"
                   r"\s+max_ms=([\d.]+)")
 STARTUP = re.compile(r"==KREPLAY== startup (.*)$", re.M)
+# The tool's range tally (tool/profiler_range.cpp RangeTally::line): ranges, launches, and what
+# closed them ("closed by memory 2, ... (at cuMemFree_v2 1, ...)").
+RANGES = re.compile(r"==KREPLAY== (\d+) ranges held (\d+) launches \(.*?\)(.*)$", re.M)
+# Issue 30's target: at most one range per 8 launches for these programs.
+RANGE_TARGET_PROGRAMS = ("thrust_sort_scan", "cub_async", "torch_train")
+RANGE_TARGET_LAUNCHES_PER_RANGE = 8
 NCU_PROFILED = re.compile(r"^==PROF== Profiling \"", re.M)
 
 
@@ -119,8 +127,15 @@ def parse_kreplay(stderr):
     said = [ln for ln in stderr.splitlines() if ln.startswith("==KREPLAY==")
             and not COST.search(ln) and not TALLY.search(ln) and "startup " not in ln
             and "cost reenables" not in ln and "output:" not in ln]
+    ranges = {"ranges": 0, "launches": 0, "closed_by": []}
+    for m in RANGES.finditer(stderr):
+        ranges["ranges"] += int(m.group(1))
+        ranges["launches"] += int(m.group(2))
+        closed = re.search(r"closed by (.*)$", m.group(3))
+        if closed:
+            ranges["closed_by"].append(closed.group(1))
     floor_ms = sum(costs[k]["total_ms"] for k in PER_PASS_CALLS if k in costs)
-    return {"tally": tally, "costs": costs, "startup": startup, "said": said[-5:],
+    return {"tally": tally, "costs": costs, "startup": startup, "said": said[-5:], "ranges": ranges,
             "floor_s": floor_ms / 1e3 if costs else None,
             "cupti_all_s": sum(c["total_ms"] for c in costs.values()) / 1e3 if costs else None}
 
@@ -252,7 +267,7 @@ def main():
     print()
     print("real: wall s per mode, overhead s (wall - native), overhead ratios against ncu, and the "
           "CUPTI floor s (kreplay's time in CUPTI's per-pass calls) and its ratio against ncu's "
-          "overhead. Targets: k/ncu <= 0.5, r/ncu <= 0.1")
+          "overhead. Targets: k/ncu <= 0.5, r/ncu <= 0.15 (issue 30; moonshot 0.1)")
     print(f"{cols[0]:<17}{cols[1]:>7}" + "".join(f"{c:>9}" for c in cols[2:]))
     total = {k: 0.0 for k in ("native", "kernel", "range", "ncu", "ovh_k", "ovh_r", "ovh_ncu",
                               "floor_k", "floor_r")}
@@ -306,6 +321,26 @@ def main():
             print(f"TOTAL leaves out {', '.join(left)}: not every run of theirs succeeded")
     else:
         print("TOTAL: no program had all four runs succeed")
+    if counted and total.get("ratio_range_ncu") is not None:
+        print(f"range/ncu overhead in total: {total['ratio_range_ncu']:.3f} (target <= 0.15, "
+              f"moonshot 0.1)")
+    # Ranges per launch in range replay, and what closed them.
+    print()
+    print("real: ranges in range replay (launches per range; target >= "
+          f"{RANGE_TARGET_LAUNCHES_PER_RANGE} for {', '.join(RANGE_TARGET_PROGRAMS)})")
+    for name in names:
+        rr = results[name].get("modes", {}).get("range", {})
+        g = rr.get("ranges")
+        if not g or not g["ranges"]:
+            print(f"{name:<17} no range tally")
+            continue
+        per = g["launches"] / g["ranges"]
+        verdict = ""
+        if name in RANGE_TARGET_PROGRAMS:
+            verdict = " meets" if per >= RANGE_TARGET_LAUNCHES_PER_RANGE else " MISSES"
+            verdict += " the target"
+        print(f"{name:<17} {g['ranges']} ranges for {g['launches']} launches "
+              f"({per:.1f} per range){verdict}; closed by {'; '.join(g['closed_by']) or '-'}")
     for f in failures:
         print(f"real FAILURE: {f}")
     with open(os.path.join(a.out, "real.json"), "w") as f:
