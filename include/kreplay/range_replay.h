@@ -122,6 +122,10 @@ typedef struct kreplay_range_outcome_record_t {
   uint64_t bytes_changed;
   /** FULL or WRITE_SET: how the range's entry state was saved; NONE when nothing was saved. */
   kreplay_snapshot_mode_t snapshot_mode;
+  /** Memory calls that joined the range instead of closing it: memsets and copies into device
+   * memory (submitted again on every later pass), allocations (saved at the call) and frees
+   * deferred to the range's end. */
+  uint64_t memory_calls;
 } kreplay_range_outcome_record_t;
 
 /** @brief Payload of RANGE_REPLAY. One flat struct for every operation. */

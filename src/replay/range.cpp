@@ -697,6 +697,7 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
   auto& out = r.outcome;
   out.close_reason = why;
   out.close_call = call;
+  out.memory_calls = r.memory_calls;
   out.launches = r.launches.size();
   out.outcome = KREPLAY_REPLAY_OUTCOME_REPLAYED;
   for (const auto& rl : r.launches) {

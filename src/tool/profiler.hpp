@@ -188,6 +188,7 @@ class Profiler final : public ServiceHost {
     uint64_t ranges = 0, launches = 0, largest = 0;
     uint64_t by_size[4] = {};  // 1 launch, 2-7, 8-63, 64 or more
     uint64_t spanned_ranges = 0, syncs_spanned = 0, multi_stream = 0;
+    uint64_t memory_ranges = 0, memory_calls = 0;  ///< ranges that held memory calls, and how many
     std::map<std::string, uint64_t> closed_by;
     std::map<std::string, uint64_t> closed_by_call;  // API function names
     void add(const kreplay_range_outcome_record_t& o);

@@ -130,6 +130,10 @@ void Profiler::RangeTally::add(const kreplay_range_outcome_record_t& o) {
   launches += o.launches;
   largest = std::max(largest, o.launches);
   ++by_size[o.launches <= 1 ? 0 : o.launches < 8 ? 1 : o.launches < 64 ? 2 : 3];
+  if (o.size >= KREPLAY_STRUCT_SIZE(kreplay_range_outcome_record_t, memory_calls)) {
+    if (o.memory_calls > 0) ++memory_ranges;
+    memory_calls += o.memory_calls;
+  }
   if (o.size >= KREPLAY_STRUCT_SIZE(kreplay_range_outcome_record_t, streams)) {
     if (o.synchronizations_spanned > 0) ++spanned_ranges;
     syncs_spanned += o.synchronizations_spanned;
@@ -153,6 +157,10 @@ std::string Profiler::RangeTally::line() const {
     out +=
         fmt::format("; {} stayed open across {} synchronizations", spanned_ranges, syncs_spanned);
   if (multi_stream > 0) out += fmt::format("; {} spanned streams ordered by events", multi_stream);
+  if (memory_calls > 0) {
+    out += fmt::format("; {} memory calls stayed inside {} range{} (memsets, copies, allocations)",
+                       memory_calls, memory_ranges, memory_ranges == 1 ? "" : "s");
+  }
   std::string closed;
   for (const auto& [why, n] : closed_by)
     closed += fmt::format("{}{} {}", closed.empty() ? "" : ", ", why, n);

@@ -4,7 +4,7 @@
 //
 //   kreplay-cli-test-app [--launches N] [--sleep-ms MS] [--exit-code C]
 //                        [--die term|segv|abort|kill --after K] [--untracked-from K]
-//                        [--two-kernels] [--sync-every S] [--read-every S]
+//                        [--two-kernels] [--sync-every S] [--read-every S] [--memset-every S]
 //                        [--profiler A B] [--nvtx NAME A B]
 //                        [--hang-after K] [--stamp] [--device D] [--peer]
 //                        [--mark K ACTION]...
@@ -23,6 +23,9 @@
 // its own; --sync-every S synchronizes the stream after every S launches (a range stays open
 // across it: the host observes no memory); --read-every S copies one value of x back to the host
 // after every S launches, as a program reading a result back does (each copy closes a range);
+// --memset-every S sets a buffer of its own, w, to the launch's number after every S launches
+// with an asynchronous memset on the app's stream (inside a range it joins the range), and the
+// check at the end wants w as the last memset left it;
 // --profiler A B calls the profiler-start marker before launch A and the
 // profiler-stop marker after launch B; --nvtx NAME A B pushes an NVTX range NAME before launch A
 // and pops it after launch B. With --hang-after K it ignores SIGTERM and SIGINT after launch K and
@@ -108,7 +111,7 @@ T check(kreplay::Result<T> r, const char* what) {
   std::fprintf(stderr,
                "cli-test-app: %s\nusage: kreplay-cli-test-app [--launches N] [--sleep-ms MS] "
                "[--exit-code C] [--die term|segv|abort|kill --after K] [--untracked-from K] "
-               "[--two-kernels] [--sync-every S] [--read-every S] [--profiler A B] [--nvtx NAME A "
+               "[--two-kernels] [--sync-every S] [--read-every S] [--memset-every S] [--profiler A B] [--nvtx NAME A "
                "B] [--hang-after K] "
                "[--stamp] [--device D] [--peer] [--mark K ACTION]...\n",
                why);
@@ -179,7 +182,7 @@ uint32_t number(int argc, char** argv, int* i) {
 
 int main(int argc, char** argv) {
   uint32_t launches = 4, exit_code = 0, after = 0, untracked_from = 0, sync_every = 0,
-           read_every = 0;
+           read_every = 0, memset_every = 0;
   uint32_t hang_after = 0, device = 0;
   uint32_t profiler_from = 0, profiler_to = 0, nvtx_from = 0, nvtx_to = 0;
   bool two_kernels = false, stamps = false, peer = false;
@@ -203,6 +206,8 @@ int main(int argc, char** argv) {
       sync_every = number(argc, argv, &i);
     } else if (a == "--read-every") {
       read_every = number(argc, argv, &i);
+    } else if (a == "--memset-every") {
+      memset_every = number(argc, argv, &i);
     } else if (a == "--profiler") {
       profiler_from = number(argc, argv, &i);
       profiler_to = number(argc, argv, &i);
@@ -257,6 +262,12 @@ int main(int argc, char** argv) {
   auto* z = static_cast<uint32_t*>(
       check(hostrt::malloc(sizeof(uint32_t), static_cast<int>(device)), "malloc z"));
   const hostrt::Stream stream = check(hostrt::stream_create(static_cast<int>(device)), "stream");
+  // --memset-every K: after every K-th launch, w's bytes are set to the launch's number (an
+  // asynchronous memset on the app's stream: inside a range it joins the range).
+  auto* w = static_cast<uint8_t*>(
+      check(hostrt::malloc(kN, static_cast<int>(device)), "malloc w"));
+  uint8_t w_expected = 0;
+  check(hostrt::memset(w, 0, kN), "clear w");
 
   std::printf("cli-test-app: %u launches of bump\n", launches);
   std::fflush(stdout);
@@ -279,6 +290,10 @@ int main(int argc, char** argv) {
     if (stamps) check(hostrt::launch_args(k_stamp, {1}, {32}, stream, z), "launch stamp");
     if (l == nvtx_to) hostrt::nvtx_range_pop();
     if (l == profiler_to) hostrt::profiler_stop();
+    if (memset_every != 0 && l % memset_every == 0) {
+      w_expected = static_cast<uint8_t>(l);
+      check(hostrt::memset_async(w, w_expected, kN, stream), "memset w");
+    }
     if (sync_every != 0 && l % sync_every == 0) {
       check(hostrt::stream_synchronize(stream), "synchronize");
     }
@@ -308,6 +323,8 @@ int main(int argc, char** argv) {
   if (untracked != nullptr) check(hostrt::free(untracked), "free untracked");
 
   std::vector<uint32_t> got(kN), got_y(kN);
+  std::vector<uint8_t> got_w(kN);
+  check(hostrt::memcpy(got_w.data(), w, kN), "read w");
   uint32_t count = 0;
   check(hostrt::memcpy(got.data(), x, kN * sizeof(uint32_t)), "read x");
   check(hostrt::memcpy(got_y.data(), y, kN * sizeof(uint32_t)), "read y");
@@ -316,6 +333,11 @@ int main(int argc, char** argv) {
   check(hostrt::memcpy(&count, g_launch_count, sizeof(count)), "read launch_count");
   int failures = 0;
   for (uint32_t i = 0; i < kN; ++i) {
+    if (got_w[i] != w_expected) {
+      std::printf("cli-test-app: w[%u] = %u, expected %u\n", i, got_w[i], w_expected);
+      ++failures;
+      break;
+    }
     if (got[i] != bumps * (i + 1)) {
       std::printf("cli-test-app: x[%u] = %u, expected %u\n", i, got[i], bumps * (i + 1));
       ++failures;

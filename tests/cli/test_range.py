@@ -150,6 +150,25 @@ class RangeAcrossSynchronizations(RangeCase):
         self.assertIn("1 stayed open across 5 synchronizations", line)
         self.assertIn("closed by memory 1 (at hostrt::memcpy 1)", line)
 
+    def test_memsets_stay_inside_the_range_and_are_counted(self):
+        # A memset on the app's stream after launches 2, 4, 6, 8: one range holds every launch and
+        # the four memsets, every pass submits them again, and the app ends as one execution
+        # leaves it (its check covers the memset buffer); the tally line counts them.
+        r, db = self.run_app(self.GROUPS, ["--launches", 8, "--memset-every", 2])
+        self.assertIn("cli-test-app: OK", r.stdout, r.stderr)
+        self.assertEqual([p["phase"] for p in self.phases(db)], ["snapshot", "restore"], str(r))
+        self.assertTrue(all(x["outcome"] == "replayed" for x in self.dispatches(db)))
+        line = self.range_line(r)
+        self.assertIn("1 ranges held 8 launches", line)
+        self.assertIn("4 memory calls stayed inside 1 range", line)
+        # With the memory calls closing ranges (KREPLAY_RANGE_MEMORY=close): one range per memset.
+        r, db = self.run_app(self.GROUPS, ["--launches", 8, "--memset-every", 2],
+                             env={"KREPLAY_RANGE_MEMORY": "close"})
+        self.assertIn("cli-test-app: OK", r.stdout, r.stderr)
+        line = self.range_line(r)
+        self.assertIn("4 ranges held 8 launches", line)
+        self.assertNotIn("memory calls stayed", line)
+
     def test_KREPLAY_RANGE_SYNC_close_closes_a_range_at_every_synchronization(self):
         r, db = self.run_app(self.GROUPS, ["--launches", 8, "--sync-every", 2],
                              env={"KREPLAY_RANGE_SYNC": "close"})

@@ -50,6 +50,7 @@ TEST_F(RangeMemory, AMemsetStaysInTheRangeAndRunsAgainOnEveryPass) {
   auto r = one_range(3);
   EXPECT_EQ(r.outcome.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
   EXPECT_EQ(r.close_call, "hostrt::memcpy");  // the copy back to the host closes it
+  EXPECT_EQ(r.outcome.memory_calls, 2u);      // the two memsets, as the outcome record says
   EXPECT_EQ(*g_counter, 2u);
 }
 
