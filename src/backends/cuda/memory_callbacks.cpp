@@ -11,6 +11,7 @@
 #include "backends/cuda/interception.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/range_calls.hpp"
+#include "backends/cuda/range_memory.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
 
@@ -25,6 +26,7 @@ void track(CUcontext ctx, uint64_t address, uint64_t size, kreplay_memory_kind_t
   // Device memory allocated inside an open range of this thread is part of the range's state
   // from now on (saved as it is now); range_allocation_begin closed any other range at ENTER.
   if (kind != KREPLAY_MEMORY_KIND_DEVICE && kind != KREPLAY_MEMORY_KIND_POOL) return;
+  if (!range_memory::enabled()) return;  // allocations close ranges on CUDA unless asked
   // The save is a plain copy (the copy engine), not kreplay's snapshot kernel: the range's counter
   // session of its first pass is open, and CUPTI's auto range would count that kernel as a launch
   // of the range's. A stream-ordered block is the stream's from the allocation's place in it on,

@@ -15,6 +15,7 @@
 #include "backends/cuda/interception.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/range_calls.hpp"
+#include "common/env.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
 #include "sdk/runtime.hpp"
@@ -273,7 +274,19 @@ bool classify_unified(uint64_t agent, Op& o) {
 
 }  // namespace
 
+// Until the CUDA path has run on a GPU (bench/RESULTS.md), memory calls join ranges on CUDA only
+// when asked for: KREPLAY_RANGE_MEMORY=join. Otherwise each closes the range, as before (the host
+// device, where the engine's side is tested, joins by default).
+bool enabled() {
+  static const bool on = [] {
+    auto v = env::get("KREPLAY_RANGE_MEMORY");
+    return v && *v == "join";
+  }();
+  return on;
+}
+
 bool joinable_call(CUpti_CallbackId cbid) {
+  if (!enabled()) return false;
   switch (cbid) {
     case KR_CBID(cuMemAlloc_v2):
     case KR_CBID(cuMemAllocPitch_v2):
@@ -288,7 +301,7 @@ bool joinable_call(CUpti_CallbackId cbid) {
 }
 
 bool call_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
-  if (!range_calls::range_mode()) return false;
+  if (!enabled() || !range_calls::range_mode()) return false;
   std::optional<Op> op = decode(cbid, cb->functionParams);
   if (!op) return false;
   CudaDevice* dev = interception::device_of_context(cb->context);

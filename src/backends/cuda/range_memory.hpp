@@ -13,6 +13,10 @@
 
 namespace kreplay::cuda::range_memory {
 
+/// Whether memory calls may join ranges on CUDA at all: only with KREPLAY_RANGE_MEMORY=join until
+/// this path has run on a GPU; otherwise every memory call closes the open range, as before.
+bool enabled();
+
 /// Whether the driver call @p cbid can stay inside an open range (a memset or copy decoded below,
 /// or a device allocation): range_calls then leaves it to the memory path instead of closing.
 bool joinable_call(CUpti_CallbackId cbid);
