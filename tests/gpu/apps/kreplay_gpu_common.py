@@ -1,9 +1,11 @@
 """What the framework applications in tests/gpu/apps share: the digest they print
 (`KREPLAY_RESULT <app> <digest>`, compared between a plain run and runs under kreplay) and the
-check for what Triton needs to build its launcher. Imported from the script's own folder: the
+check for what Triton needs to build its launcher, and the skip (exit 77) when torch or a GPU for it
+is missing. Imported from the script's own folder: the
 source tree's tests/gpu/apps, or the build tree's bin/, where the build copies it."""
 import os
 import shutil
+import sys
 import sysconfig
 
 
@@ -26,3 +28,17 @@ def missing_build_tools():
     if not os.path.exists(os.path.join(include, "Python.h")):
         return f"no {include}/Python.h, which Triton needs to build its launcher"
     return None
+
+
+def torch_or_skip(need_cuda=True):
+    """torch, imported; exits 77 (a skip) with one line when it is not importable or, with
+    @need_cuda, when it sees no GPU."""
+    try:
+        import torch
+    except ImportError as e:
+        print(f"SKIP: torch not importable ({e})", file=sys.stderr)
+        sys.exit(77)
+    if need_cuda and not torch.cuda.is_available():
+        print("SKIP: torch.cuda.is_available() is False", file=sys.stderr)
+        sys.exit(77)
+    return torch

@@ -27,7 +27,7 @@ KREPLAY_APP_CPU=1 runs it on the CPU (no big block), only to check the program's
 import os
 import sys
 
-from kreplay_gpu_common import fnv1a64
+from kreplay_gpu_common import fnv1a64, torch_or_skip
 
 APP = "torch_bigpool"
 CPU = os.environ.get("KREPLAY_APP_CPU") == "1"
@@ -51,14 +51,7 @@ def fraction_from_env():
 
 FRACTION = fraction_from_env()
 
-try:
-    import torch
-except ImportError as e:
-    print(f"SKIP: torch not importable ({e})", file=sys.stderr)
-    sys.exit(77)
-if not CPU and not torch.cuda.is_available():
-    print("SKIP: torch.cuda.is_available() is False", file=sys.stderr)
-    sys.exit(77)
+torch = torch_or_skip(need_cuda=not CPU)
 
 D_IN, D_HID, D_OUT, BATCH = 128, 1024, 64, 512
 STEPS, LR, MOMENTUM = 8, 0.05, 0.9

@@ -23,7 +23,7 @@ import shutil
 import sys
 import tempfile
 
-from kreplay_gpu_common import fnv1a64, missing_build_tools
+from kreplay_gpu_common import fnv1a64, missing_build_tools, torch_or_skip
 
 GRAPHS = "--graphs" in sys.argv[1:]
 APP = "torch_compile_graphs" if GRAPHS else "torch_compile"
@@ -37,14 +37,7 @@ os.environ["TORCHINDUCTOR_DETERMINISTIC"] = "1"
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
 
 
-try:
-    import torch
-except ImportError as e:
-    print(f"SKIP: torch not importable ({e})", file=sys.stderr)
-    sys.exit(77)
-if not CPU and not torch.cuda.is_available():
-    print("SKIP: torch.cuda.is_available() is False", file=sys.stderr)
-    sys.exit(77)
+torch = torch_or_skip(need_cuda=not CPU)
 if not CPU and missing_build_tools():
     print(f"SKIP: {missing_build_tools()}", file=sys.stderr)
     sys.exit(77)

@@ -8,17 +8,9 @@ Checked against a CPU computation; prints `KREPLAY_RESULT torch_inplace <FNV-1a 
 final tensors' bytes. Exits 77 when there is no usable GPU (or no torch)."""
 import sys
 
-from kreplay_gpu_common import fnv1a64
+from kreplay_gpu_common import fnv1a64, torch_or_skip
 
-try:
-    import torch
-except ImportError as e:
-    print(f"SKIP: torch not importable ({e})", file=sys.stderr)
-    sys.exit(77)
-
-if not torch.cuda.is_available():
-    print("SKIP: torch.cuda.is_available() is False", file=sys.stderr)
-    sys.exit(77)
+torch = torch_or_skip()
 
 
 def main():

@@ -16,17 +16,9 @@ buffer. Exits 77 when there is no usable GPU (or no torch)."""
 import argparse
 import sys
 
-from kreplay_gpu_common import fnv1a64
+from kreplay_gpu_common import fnv1a64, torch_or_skip
 
-try:
-    import torch
-except ImportError as e:
-    print(f"SKIP: torch not importable ({e})", file=sys.stderr)
-    sys.exit(77)
-
-if not torch.cuda.is_available():
-    print("SKIP: torch.cuda.is_available() is False", file=sys.stderr)
-    sys.exit(77)
+torch = torch_or_skip()
 
 
 def main():
