@@ -426,7 +426,13 @@ kreplay_decline_reason_t Engine::save_entry_state(DispatchState& st, Snapshot& s
   out.snapshot_ns = t1 - t0;
   out.snapshot_mode = KREPLAY_SNAPSHOT_MODE_FULL;
   st.intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
-  return heap ? save_device_heap(st) : KREPLAY_DECLINE_REASON_NONE;
+  if (heap) {
+    if (!save_device_heap(dev, st.info.kernel_name, &out.bytes_snapshotted, &out.snapshot_ns,
+                          &st.intervals))
+      return KREPLAY_DECLINE_REASON_DEVICE_HEAP;
+    st.heap_saved = true;
+  }
+  return KREPLAY_DECLINE_REASON_NONE;
 }
 
 kreplay_decline_reason_t Engine::save_write_set(DispatchState& st, Snapshot& snapshot,
@@ -642,10 +648,7 @@ void Engine::run_passes(DispatchState& st, bool pass0_submitted) {
       return;
     }
     Result<uint64_t> zeroed = restore_zeroed(*st.slot, st.ws);
-    if (zeroed.ok() && st.heap_saved) {
-      Result<uint64_t> heap = restore_device_heap(st);
-      zeroed = heap.ok() ? Result<uint64_t>(*zeroed + *heap) : heap;
-    }
+    if (zeroed.ok() && st.heap_saved) add_restored(zeroed, restore_device_heap(dev));
     if (!zeroed.ok()) {
       KR_ERROR("dispatch {} ({}): restore after pass {} failed: {}; its memory may hold more "
                "than one execution",
@@ -690,10 +693,8 @@ bool Engine::run_probe(DispatchState& st) {
   // The probe finished: back to the entry state; every pass is a resubmission.
   uint64_t t0 = now_ns();
   Result<uint64_t> restored = st.snapshot.restore(*st.slot->device, opt.verify_restore);
-  if (restored.ok() && st.heap_saved) {
-    Result<uint64_t> heap = restore_device_heap(st);
-    restored = heap.ok() ? Result<uint64_t>(*restored + *heap) : heap;
-  }
+  if (restored.ok() && st.heap_saved)
+    add_restored(restored, restore_device_heap(*st.slot->device));
   uint64_t t1 = now_ns();
   if (!restored.ok()) {
     KR_ERROR("dispatch {} ({}): restore after its first run failed: {}", st.info.dispatch_id,

@@ -73,6 +73,12 @@ struct Options {
   bool check_write_sets = true;
 };
 
+/// A restore made of parts (the snapshot, zeroed chunks, the device heap, a range's allocations):
+/// @p total gains @p part's bytes, or becomes its error.
+inline void add_restored(Result<uint64_t>& total, const Result<uint64_t>& part) {
+  total = part.ok() ? Result<uint64_t>(*total + *part) : part;
+}
+
 /// How a window saves memory (write_bounded.cpp).
 enum class SaveKind {
   kNone,      ///< nothing saved (not replayed)
@@ -659,14 +665,16 @@ class Engine {
   /// A kernel window's kWriteSet save (baseline, saved chunks; fills the outcome); NONE or a
   /// decline reason.
   kreplay_decline_reason_t save_write_set(DispatchState& st, Snapshot& snapshot, uint64_t t0);
-  // The device heap of a launch that uses it (device_heap.cpp): saved after the window's
-  // snapshot (a device may save all of its memory with it, kreplay's storage included), put back
-  // after each restore of the snapshot, dropped at the window's end.
-  kreplay_decline_reason_t save_device_heap(DispatchState& st);
-  Result<uint64_t> restore_device_heap(DispatchState& st);
+  // The device heap of a launch that uses it (device_heap.cpp), in kernel and range replay: saved
+  // after the window's snapshot (a device may save all of its memory with it, kreplay's storage
+  // included), put back after each restore of the snapshot, dropped at the window's end.
+  /// Save @p dev's heap, adding its bytes to @p bytes, its time to @p ns (may be null) and its
+  /// interval to @p intervals; false (said once, naming @p kernel) when the device cannot.
+  static bool save_device_heap(device::Device& dev, const char* kernel, uint64_t* bytes,
+                               uint64_t* ns, std::vector<kreplay_replay_interval_t>* intervals);
+  /// Put the saved heap back; the bytes, or an error that says it was the heap.
+  static Result<uint64_t> restore_device_heap(device::Device& dev);
   void drop_device_heap(DispatchState& st);
-  /// A heap launch's range, after its full snapshot: save the heap (NONE, or DEVICE_HEAP).
-  kreplay_decline_reason_t save_range_heap(device::Device& dev, RangeState& r);
   // ranges (range.cpp); the callers hold slot.range_mu
   void range_enter(DispatchState& st);
   void range_exit(DispatchState& st, bool submitted);

@@ -18,8 +18,8 @@
 //           pass 0, deliver its services, PASS 0 EXIT, then per further pass: restore, cache
 //           flush (unless per launch), PASS ENTER, services' ENTER, counter session, resubmit
 //           every recorded launch (with cache control, each after the one before completed and
-//           a flush), wait, services' EXIT, PASS EXIT. The last pass is not restored. CONFIG EXIT carries the
-//           outcome.
+//           a flush), wait, services' EXIT, PASS EXIT. The last pass is not restored. CONFIG
+//           EXIT carries the outcome.
 //
 // Cache control (--cache-control all) thus starts every launch of every pass of a replayed range
 // cold, as kernel replay does. Each launch's flush, the first's included, comes after the pass's
@@ -503,8 +503,10 @@ kreplay_decline_reason_t Engine::save_range_full(DeviceSlot& slot, RangeState& r
   }
   r.outcome.snapshot_mode = KREPLAY_SNAPSHOT_MODE_FULL;
   if (r.heap) {
-    if (kreplay_decline_reason_t why = save_range_heap(dev, r); why != KREPLAY_DECLINE_REASON_NONE)
-      return why;
+    // (Its time is in the range's snapshot_ns below.)
+    if (!save_device_heap(dev, r.heap_kernel, &r.outcome.bytes_snapshotted, nullptr, &r.intervals))
+      return KREPLAY_DECLINE_REASON_DEVICE_HEAP;
+    r.heap_saved = true;
   }
   uint64_t t1 = now_ns();
   // Published before the window opens again: a copy that takes the window from now on must see

@@ -243,18 +243,11 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
     }
     uint64_t t0 = now_ns();
     Result<uint64_t> restored = r.snapshot.restore(dev, opt.verify_restore);
-    if (restored.ok() && r.ws.kind == SaveKind::kWriteSet) {
-      Result<uint64_t> zeroed = restore_zeroed(slot, r.ws);
-      restored = zeroed.ok() ? Result<uint64_t>(*restored + *zeroed) : zeroed;
-    }
-    if (restored.ok() && r.heap_saved) {
-      Result<uint64_t> heap = dev.restore_heap();
-      restored = heap.ok() ? Result<uint64_t>(*restored + *heap) : heap;
-    }
-    if (restored.ok() && !r.allocations.empty()) {  // memory allocated inside the range
-      Result<uint64_t> late = restore_allocations(dev, r);
-      restored = late.ok() ? Result<uint64_t>(*restored + *late) : late;
-    }
+    if (restored.ok() && r.ws.kind == SaveKind::kWriteSet)
+      add_restored(restored, restore_zeroed(slot, r.ws));
+    if (restored.ok() && r.heap_saved) add_restored(restored, restore_device_heap(dev));
+    if (restored.ok() && !r.allocations.empty())  // memory allocated inside the range
+      add_restored(restored, restore_allocations(dev, r));
     uint64_t t1 = now_ns();
     if (!restored.ok()) {
       KR_ERROR("range {}: restore after pass {} failed: {}", r.info.range_id, r.pass,
