@@ -71,15 +71,17 @@ struct HeapCheckpoint {
 };
 
 Result<uint64_t> CudaDevice::save_heap() {
-  const CheckpointApi& api = checkpoint_api();
-  if (!api.why.empty()) return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, api.why);
   // Off until this path has been run on a GPU (bench/RESULTS.md): heap launches stay declined
-  // unless KREPLAY_HEAP_CHECKPOINT=1 asks for the checkpoint.
-  if (env::get_int("KREPLAY_HEAP_CHECKPOINT", 0) == 0) {
+  // unless KREPLAY_HEAP_CHECKPOINT=1 asks for the checkpoint (read once; the library is then
+  // opened on the first heap launch).
+  static const bool wanted = env::get_int("KREPLAY_HEAP_CHECKPOINT", 0) != 0;
+  if (!wanted) {
     return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
                  "saving it through a CUPTI checkpoint is off by default (KREPLAY_HEAP_CHECKPOINT=1 "
                  "turns it on)");
   }
+  const CheckpointApi& api = checkpoint_api();
+  if (!api.why.empty()) return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, api.why);
   InternalScope internal;
   std::lock_guard lock(heap_mu_);
   if (heap_) api.free(&heap_->cp);
