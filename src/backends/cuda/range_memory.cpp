@@ -145,14 +145,13 @@ CUstream stream_of(CUstream s, bool per_thread) {
   return per_thread && s == nullptr ? CU_STREAM_PER_THREAD : s;
 }
 
+// What a 1D and a 2D memset share: destination, element, value, stream, sync.
 template <typename P>
-Op memset1d(const void* params, unsigned element, bool async, bool per_thread) {
-  auto* p = static_cast<const P*>(params);
+Op memset_op(const P* p, unsigned element, bool async, bool per_thread) {
   Op o;
   o.kind = Kind::kMemset;
   o.element = element;
   o.dst = p->dstDevice;
-  o.count = p->N;
   if constexpr (requires { p->uc; }) o.value = p->uc;
   if constexpr (requires { p->us; }) o.value = p->us;
   if constexpr (requires { p->ui; }) o.value = p->ui;
@@ -163,21 +162,20 @@ Op memset1d(const void* params, unsigned element, bool async, bool per_thread) {
 }
 
 template <typename P>
+Op memset1d(const void* params, unsigned element, bool async, bool per_thread) {
+  auto* p = static_cast<const P*>(params);
+  Op o = memset_op(p, element, async, per_thread);
+  o.count = p->N;
+  return o;
+}
+
+template <typename P>
 Op memset2d(const void* params, unsigned element, bool async, bool per_thread) {
   auto* p = static_cast<const P*>(params);
-  Op o;
-  o.kind = Kind::kMemset;
-  o.element = element;
-  o.dst = p->dstDevice;
+  Op o = memset_op(p, element, async, per_thread);
   o.pitch = p->dstPitch;
   o.count = p->Width;
   o.height = p->Height;
-  if constexpr (requires { p->uc; }) o.value = p->uc;
-  if constexpr (requires { p->us; }) o.value = p->us;
-  if constexpr (requires { p->ui; }) o.value = p->ui;
-  if constexpr (requires { p->hStream; }) o.stream = p->hStream;
-  o.stream = stream_of(o.stream, per_thread);
-  o.sync = !async;
   return o;
 }
 
