@@ -16,6 +16,7 @@
 
 #include "common/util.hpp"
 #include "config/nvtx_filter.hpp"
+#include "config/regex.hpp"
 #include "config/text.hpp"
 
 namespace kreplay::config {
@@ -127,21 +128,6 @@ class RangeParser {
   size_t error_pos_ = 0;
   std::vector<std::pair<uint64_t, uint64_t>> intervals_;
 };
-
-std::unique_ptr<RE2> compile(std::string_view pattern, std::string* error) {
-  RE2::Options options;
-  options.set_log_errors(false);
-  auto re = std::make_unique<RE2>(re2::StringPiece(pattern.data(), pattern.size()), options);
-  if (!re->ok()) {
-    *error = re->error();
-    return nullptr;
-  }
-  return re;
-}
-
-bool partial_match(const RE2& re, std::string_view text) {
-  return RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), re);
-}
 
 constexpr std::string_view kRegexPrefix = "regex:";
 
@@ -349,7 +335,7 @@ struct KernelFilter::Impl {
 
 Status check_kernel_regex(std::string_view pattern, std::string_view option) {
   std::string error;
-  if (!compile(pattern, &error)) return regex_error(option, pattern, error);
+  if (!compile_regex(pattern, &error)) return regex_error(option, pattern, error);
   return Status::Ok();
 }
 
@@ -358,11 +344,11 @@ Result<KernelFilter> KernelFilter::Create(const FilterOptions& options) {
   impl->options = options;
   std::string error;
   if (!options.include_regex.empty()) {
-    impl->include = compile(options.include_regex, &error);
+    impl->include = compile_regex(options.include_regex, &error);
     if (!impl->include) return regex_error("--kernel-include-regex", options.include_regex, error);
   }
   if (!options.exclude_regex.empty()) {
-    impl->exclude = compile(options.exclude_regex, &error);
+    impl->exclude = compile_regex(options.exclude_regex, &error);
     if (!impl->exclude) return regex_error("--kernel-exclude-regex", options.exclude_regex, error);
   }
   std::string_view name = options.kernel_name;
@@ -372,7 +358,7 @@ Result<KernelFilter> KernelFilter::Create(const FilterOptions& options) {
       return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
                    "--kernel-name \"regex:\" has no expression; write e.g. -k regex:gemm");
     }
-    impl->name_regex = compile(expr, &error);
+    impl->name_regex = compile_regex(expr, &error);
     if (!impl->name_regex) return regex_error("--kernel-name regex:", expr, error);
   } else {
     impl->exact_name = std::string(name);

@@ -1,13 +1,13 @@
 #include "config/kernel_id.hpp"
 
 #include <fmt/format.h>
-#include <re2/re2.h>
 
 #include <algorithm>
 #include <charconv>
 
 #include "common/util.hpp"
 #include "config/filter.hpp"
+#include "config/regex.hpp"
 #include "config/text.hpp"
 
 namespace kreplay::config {
@@ -70,12 +70,11 @@ Result<KernelId> KernelId::Parse(std::string_view text) {
   if (name.starts_with(kRegex)) {
     std::string_view expr = name.substr(kRegex.size());
     if (expr.empty()) return fail("\"regex:\" has no expression");
-    RE2::Options o;
-    o.set_log_errors(false);
-    id.regex = std::make_shared<RE2>(re2::StringPiece(expr.data(), expr.size()), o);
-    if (!id.regex->ok()) {
+    std::string error;
+    id.regex = compile_regex(expr, &error);
+    if (!id.regex) {
       return fail(fmt::format("\"{}\" is not a valid regular expression ({})", printable(expr, 80),
-                              printable(id.regex->error(), 80)));
+                              printable(error, 80)));
     }
   } else {
     id.name = std::string(name);
@@ -86,7 +85,7 @@ Result<KernelId> KernelId::Parse(std::string_view text) {
 bool KernelId::name_matches(const std::vector<std::string>& names) const {
   if (any_name()) return true;
   return std::any_of(names.begin(), names.end(), [&](const std::string& n) {
-    return regex ? RE2::PartialMatch(n, *regex) : n == name;
+    return regex ? partial_match(*regex, n) : n == name;
   });
 }
 

@@ -1,10 +1,10 @@
 #include "config/nvtx_filter.hpp"
 
 #include <fmt/format.h>
-#include <re2/re2.h>
 
 #include <algorithm>
 
+#include "config/regex.hpp"
 #include "config/text.hpp"
 
 namespace kreplay::config {
@@ -73,7 +73,7 @@ struct Name {
   std::string exact;
   std::shared_ptr<RE2> re;
   bool matches(std::string_view s) const {
-    return re ? RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), *re) : s == exact;
+    return re ? partial_match(*re, s) : s == exact;
   }
 };
 
@@ -176,12 +176,11 @@ Result<NvtxExpression> NvtxExpression::Parse(std::string_view text, std::string_
       out->exact = std::string(s);
       return true;
     }
-    RE2::Options o;
-    o.set_log_errors(false);
-    auto compiled = std::make_shared<RE2>(re2::StringPiece(s.data(), s.size()), o);
-    if (!compiled->ok()) {
+    std::string reason;
+    std::shared_ptr<RE2> compiled = compile_regex(s, &reason);
+    if (!compiled) {
       error = fmt::format("\"{}\" is not a valid regular expression ({})", printable(s, 80),
-                          printable(compiled->error(), 80));
+                          printable(reason, 80));
       return false;
     }
     out->re = std::move(compiled);
