@@ -692,6 +692,9 @@ class Engine {
   void add_to_range(DeviceSlot& slot, DispatchState& st);
   void close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, const char* call = nullptr);
   // memory calls inside a range (range_memops.cpp); slot.range_mu held
+  /// Whether @p r may take a memory call made now on this thread at all (joining is on, it is the
+  /// range's own thread, and the range is not one that closes at its launch's exit).
+  bool range_takes_memory_calls(const RangeState& r) const;
   /// Why @p op cannot join @p r (the close reason), or NONE.
   kreplay_range_close_reason_t memop_blocker(const DeviceSlot& slot, const RangeState& r,
                                              const MemoryCall& op) const;

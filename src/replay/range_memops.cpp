@@ -94,15 +94,17 @@ Status PassCursor::wait(uint64_t timeout_ms) const {
   return Status::Ok();
 }
 
+bool Engine::range_takes_memory_calls(const RangeState& r) const {
+  // Another thread's memory call closes the range as it always did (reason MEMORY). Declined,
+  // probing and whole-graph ranges close at their launch's exit: none is open here, but should
+  // one be, it takes nothing more.
+  return range_options().join_memory && r.owner_thread == thread_id() &&
+         r.declined == KREPLAY_DECLINE_REASON_NONE && !r.probe && !r.whole_graph;
+}
+
 kreplay_range_close_reason_t Engine::memop_blocker(const DeviceSlot& slot, const RangeState& r,
                                                    const MemoryCall& op) const {
-  // Another thread's memory call closes the range as it always did (reason MEMORY).
-  if (!range_options().join_memory || r.owner_thread != thread_id())
-    return KREPLAY_RANGE_CLOSE_MEMORY;
-  // Declined, probing and whole-graph ranges close at their launch's exit: none is open here,
-  // but should one be, it takes nothing more.
-  if (r.declined != KREPLAY_DECLINE_REASON_NONE || r.probe || r.whole_graph)
-    return KREPLAY_RANGE_CLOSE_MEMORY;
+  if (!range_takes_memory_calls(r)) return KREPLAY_RANGE_CLOSE_MEMORY;
   // Ordered as a launch must be: on the stream of the range's last item, or on a stream that
   // waited for an event recorded after it.
   if (op.stream != r.stream &&
@@ -187,14 +189,10 @@ void Engine::range_memory_done(uint64_t agent, bool ok,
 
 void Engine::range_allocation_begin(uint64_t agent, const char* call) {
   if (in_range_machinery() || !hooks_.range_configured()) return;
-  const bool join = range_options().join_memory;
   for (DeviceSlot* s : open_range_slots(agent)) {
     std::unique_lock lock(s->range_mu);
     if (!s->range) continue;
-    const RangeState& r = *s->range;
-    if (!join || r.owner_thread != thread_id() || r.declined != KREPLAY_DECLINE_REASON_NONE ||
-        r.probe || r.whole_graph)
-      close_range(*s, KREPLAY_RANGE_CLOSE_MEMORY, call);
+    if (!range_takes_memory_calls(*s->range)) close_range(*s, KREPLAY_RANGE_CLOSE_MEMORY, call);
   }
 }
 
@@ -272,8 +270,7 @@ bool Engine::range_defer_free(uint64_t agent, uint64_t base, std::function<void(
   std::unique_lock lock(s->range_mu);
   if (!s->range) return false;
   RangeState& r = *s->range;
-  if (!range_options().join_memory || r.owner_thread != thread_id() ||
-      r.declined != KREPLAY_DECLINE_REASON_NONE || r.probe || r.whole_graph) {
+  if (!range_takes_memory_calls(r)) {
     close_range(*s, KREPLAY_RANGE_CLOSE_MEMORY, call);
     return false;
   }
