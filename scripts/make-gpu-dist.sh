@@ -7,7 +7,7 @@ B=$1
 D=$2
 rm -rf "$D"
 mkdir -p "$D/bin" "$D/lib"
-for f in kreplay memory_gpu_test range_profiler_gpu_test launch_overhead snapshot_bench replay_app pass_cost profiler_api_cost graph_probe pc_sampling_probe heap_probe \
+for f in kreplay memory_gpu_test range_profiler_gpu_test launch_overhead snapshot_bench replay_app pass_cost profiler_api_cost graph_probe pc_sampling_probe heap_probe free_probe \
          kreplay-sample-app; do
   [[ -e "$B/bin/$f" ]] && cp -a "$B/bin/$f" "$D/bin/"
 done
