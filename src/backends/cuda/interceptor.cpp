@@ -32,6 +32,7 @@
 #include "backends/cuda/module_symbols.hpp"
 #include "backends/cuda/markers.hpp"
 #include "backends/cuda/range_calls.hpp"
+#include "backends/cuda/range_free.hpp"
 #include "backends/cuda/range_memory.hpp"
 #include "backends/cuda/services/cupti_service.hpp"
 #include "backends/cuda/vmm_tracker.hpp"
@@ -642,6 +643,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
       }
       return;
     }
+    if (range_free::is_proc_address(cbid)) return range_free::on_proc_address(cbid, cb);
     if (cb->callbackSite == CUPTI_API_ENTER) *cb->correlationData = 0;
     memory_callback(cbid, cb);
   } catch (const std::exception& e) {
@@ -672,6 +674,9 @@ void print_costs() {
                "modules=%llu modules_ms=%.3f\n",
                state().subscribe_ms, state().callbacks_ms, state().devices_ms,
                static_cast<unsigned long long>(state().modules_loaded), state().modules_ms);
+  const range_free::Counts frees = range_free::counts();
+  std::fprintf(stderr, "==KREPLAY== cost range_frees seen=%llu deferred=%llu\n", frees.seen,
+               frees.deferred);
   for (auto& b : state().counter_backends) {
    // KREPLAY_WARM_START: the throw-away collections run before the first window of a context.
    if (const WarmStartCost w = b->warm_start_cost(); w.runs + w.failed > 0) {
@@ -799,7 +804,8 @@ bool start_interception() {
              CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
              CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,
              CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
-             CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz}) {
+             CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
+             CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress, CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2}) {
       enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
     }
     // Copies and memsets: every cbid whose API name starts with cuMemcpy or cuMemset; and every
