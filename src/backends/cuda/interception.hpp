@@ -110,6 +110,8 @@ bool is_graph_exec_change(const char* name);
 
 /// Allocation, free, array, VMM and capture calls: the inventory and the memory guards.
 void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+/// KREPLAY_PRINT_COSTS=1: the cost lines, at exit (interceptor_costs.cpp).
+void print_costs();
 /// ENTER of a copy or memset while a replay or range context exists: wait for open windows.
 void guard_enter(const CUpti_CallbackData* cb);
 /// EXIT of a guarded call: release what its ENTER left in correlationData.
