@@ -340,6 +340,14 @@ class Device {
   }
   virtual void drop_heap() {}
 
+  /// Make what @p launch needs to run again current on the calling thread (CUDA: its context)
+  /// for as long as the returned guard lives: a range may close, and replay, on a thread other
+  /// than the one that launched it, which may have no context of its own. Null: nothing to undo.
+  virtual std::shared_ptr<void> bind_launch_context(Launch& launch) {
+    (void)launch;
+    return nullptr;
+  }
+
   /// Bytes of device memory kernels may write that the inventory does not track (0 = none).
   virtual uint64_t untracked_bytes() { return 0; }
 

@@ -93,6 +93,14 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
   RangeState& r = *owned;
   const Options opt = options();
   device::Device& dev = *slot.device;
+  // The close may come from another thread's call (CUDA: one that may have no context current):
+  // the passes run in the context the range's launches were made in.
+  std::shared_ptr<void> bound;
+  if (!r.launches.empty()) {
+    const RangeLaunch& first = *r.launches.front();
+    device::Launch* l = first.recorded ? first.recorded.get() : first.st->launch;
+    if (l != nullptr) bound = dev.bind_launch_context(*l);
+  }
   device::CounterBackend* counters = dev.counters();
   std::unique_lock window(slot.window_mu);
   detail::thread_windows().push_back(&slot);

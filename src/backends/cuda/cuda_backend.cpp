@@ -210,6 +210,33 @@ Result<device::Storage> CudaDevice::allocate_storage(device::StorageTier tier, u
   return o->allocate_storage(tier, bytes);
 }
 
+namespace {
+
+/// A context pushed onto the calling thread's stack, popped when the guard goes.
+struct PushedContext {
+  ~PushedContext() {
+    InternalScope internal;
+    CUcontext popped = nullptr;
+    cuCtxPopCurrent(&popped);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<void> CudaDevice::bind_launch_context(device::Launch& launch) {
+  auto* l = dynamic_cast<CudaLaunch*>(&launch);
+  if (l == nullptr || l->ctx == nullptr) return nullptr;
+  InternalScope internal;
+  CUcontext current = nullptr;
+  if (cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == l->ctx) return nullptr;
+  if (CUresult r = cuCtxPushCurrent(l->ctx); r != CUDA_SUCCESS) {
+    KR_WARN("the context of {} could not be made current to replay it (CUresult {})",
+            l->info().kernel_name, static_cast<int>(r));
+    return nullptr;
+  }
+  return std::make_shared<PushedContext>();
+}
+
 void CudaDevice::free_storage(const device::Storage& storage) {
   auto o = ops();
   if (o.ok()) (*o)->free_storage(storage);
@@ -479,6 +506,7 @@ std::unique_ptr<device::Launch> CudaLaunch::record() {
   c->shared_bytes = shared_bytes;
   c->stream = stream;
   c->device = device;
+  c->ctx = ctx;
   c->args = args;
   c->args_complete = true;
   c->args_buffer = args_buffer;

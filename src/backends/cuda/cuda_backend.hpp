@@ -69,6 +69,7 @@ class CudaDevice final : public device::Device {
   Result<uint64_t> save_heap() override;
   Result<uint64_t> restore_heap() override;
   void drop_heap() override;
+  std::shared_ptr<void> bind_launch_context(device::Launch& launch) override;
   device::CounterBackend* counters() override { return counters_; }
   /// PC sampling, SASS metrics and PM sampling through CUPTI (services/), created on first use.
   device::PassService* service(int kind) override;
@@ -171,6 +172,7 @@ class CudaLaunch final : public device::Launch {
   bool args_buffer = false;    ///< the application passed CU_LAUNCH_PARAM_BUFFER_POINTER
   std::vector<std::pair<size_t, size_t>> param_layout;  ///< (offset, size) per parameter
   CudaDevice* device = nullptr;
+  CUcontext ctx = nullptr;  ///< the context it was launched in (Device::bind_launch_context)
 
   // Counter collection state of this dispatch (see cuda_counters.hpp).
   const void* counter_set = nullptr;

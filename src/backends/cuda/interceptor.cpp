@@ -395,6 +395,7 @@ void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   auto launch = std::make_unique<CudaLaunch>();
   CudaLaunch& l = *launch;
   l.device = dev;
+  l.ctx = cb->context;
   bool ptsz = false;
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:

@@ -531,7 +531,24 @@ std::unique_ptr<device::Launch> HostLaunch::record() {
   return copy;
 }
 
+namespace {
+thread_local int tl_bound_contexts = 0;
+}  // namespace
+
+std::shared_ptr<void> HostDevice::bind_launch_context(device::Launch& launch) {
+  (void)launch;
+  ++tl_bound_contexts;
+  return std::shared_ptr<void>(this, [](void*) { --tl_bound_contexts; });
+}
+
+bool HostDevice::launch_context_bound() { return tl_bound_contexts > 0; }
+
 Status HostLaunch::submit() {
+  if (origin != std::this_thread::get_id() && !HostDevice::launch_context_bound()) {
+    return Error(KREPLAY_STATUS_ERROR,
+                 "a launch submitted again on a thread other than its own, outside "
+                 "Device::bind_launch_context (CUDA: no context current there)");
+  }
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0 ||
       uint64_t{block.x} * block.y * block.z > 1024) {
     return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,

@@ -104,6 +104,9 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   Result<uint64_t> save_heap() override;
   Result<uint64_t> restore_heap() override;
   void drop_heap() override;
+  std::shared_ptr<void> bind_launch_context(device::Launch& launch) override;
+  /// Whether the calling thread is inside bind_launch_context (HostLaunch::submit checks).
+  static bool launch_context_bound();
   DeviceHeap* heap();  ///< created on first use (KREPLAY_HOST_HEAP bytes, default 1 MiB)
   void set_heap_restorable(bool v) { heap_restorable_ = v; }
   void skip_heap_restore(bool v) { skip_heap_restore_ = v; }
@@ -219,6 +222,10 @@ class HostWork : public device::Launch {
   std::vector<std::vector<std::string>> armed;  ///< counter sets to read after the submission
   std::shared_ptr<Probe> probe_next;   ///< a per-pass service armed for the next submission
   const Probe* probe_armed = nullptr;  ///< the probe this pass armed (flush checks `last` has it)
+  /// The thread that launched it. Like a CUDA launch, which runs again only where its context is
+  /// current, a launch is submitted again on another thread only inside
+  /// HostDevice::bind_launch_context (a range closed by another thread's call).
+  std::thread::id origin = std::this_thread::get_id();
 };
 
 /// A kernel launch: owns a copy of the argument bytes, so passes > 0 resubmit it.
