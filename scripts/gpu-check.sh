@@ -582,6 +582,8 @@ PY
     step heap_probe_control 60 "$D/bin/heap_probe" control
     step heap_probe_checkpoint 60 "$D/bin/heap_probe" checkpoint
     step heap_probe_checkpoint_64 60 "$D/bin/heap_probe" checkpoint 64
+    step heap_probe_checkpoint_null 60 "$D/bin/heap_probe" checkpoint null
+    step heap_probe_checkpoint_plain 60 "$D/bin/heap_probe" checkpoint plain
     grep -h "^heap_probe" "$W"/heap_probe*.log | tee -a "$O/summary.txt"
     ;;
   servicesbench)  # time per launch of each service's pass, kreplay next to ncu's sections, on

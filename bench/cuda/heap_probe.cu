@@ -10,7 +10,9 @@
 //
 //   heap_probe [heap_mib]      set the heap limit first (default: leave the 8 MiB default)
 //   heap_probe control         replay the freeing kernel with nothing restored (expected to fail)
-//   heap_probe checkpoint [heap_mib]
+//   heap_probe checkpoint [heap_mib | null | plain]
+//                              (null: ctx left null in the checkpoint's handle; plain: a kernel
+//                              without the heap, to tell whether checkpoints work here at all)
 //                              save a CUPTI checkpoint (cupti_checkpoint.h) before the freeing
 //                              kernel and restore it between its runs: does a checkpoint hold the
 //                              heap's state, allocator included? Prints `heap_probe checkpoint ...`
@@ -103,13 +105,53 @@ bool ok(cudaError_t e, const char* what) {
 
 // The freeing kernel run twice with a CUPTI checkpoint restored in between, then the heap used
 // again; one line with what happened.
+bool g_ctx_null = false;  // `checkpoint null`: ask with ctx left null, as the header allows
+
+__global__ void bump(int* v) { v[threadIdx.x] += 1; }
+
+// `checkpoint plain`: the same save and restores around a kernel that uses no device heap, so a
+// failure of the heap's case can be told from a checkpoint that does not work here at all.
+int checkpoint_plain() {
+  using namespace NV::Cupti::Checkpoint;
+  int* v = nullptr;
+  if (!ok(cudaMalloc(&v, 32 * sizeof(int)), "cudaMalloc") ||
+      !ok(cudaMemset(v, 0, 32 * sizeof(int)), "cudaMemset") ||
+      !ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"))
+    return 1;
+  CUpti_Checkpoint cp{};
+  cp.structSize = CUpti_Checkpoint_STRUCT_SIZE;
+  cuCtxGetCurrent(&cp.ctx);
+  CUptiResult r = cuptiCheckpointSave(&cp);
+  const char* msg = nullptr;
+  cuptiGetResultString(r, &msg);
+  std::printf("heap_probe checkpoint plain save=%s\n", msg ? msg : "?");
+  if (r != CUPTI_SUCCESS) return 0;
+  int got = -1;
+  for (int pass = 0; pass < 3; ++pass) {
+    if (pass > 0) {
+      r = cuptiCheckpointRestore(&cp);
+      cuptiGetResultString(r, &msg);
+      if (r != CUPTI_SUCCESS) std::printf("heap_probe checkpoint plain restore=%s\n", msg ? msg : "?");
+    }
+    bump<<<1, 32>>>(v);
+    cudaMemcpy(&got, v, sizeof(int), cudaMemcpyDeviceToHost);
+  }
+  std::printf("heap_probe checkpoint plain replay=%s value=%d (1 when every restore held)\n",
+              got == 1 ? "OK" : "FAIL", got);
+  cuptiCheckpointFree(&cp);
+  return 0;
+}
+
 int checkpoint_probe(int* sum) {
   using namespace NV::Cupti::Checkpoint;
   create_objects<<<1, 64>>>(1000);
   if (!ok(cudaDeviceSynchronize(), "create_objects")) return 1;
   CUpti_Checkpoint cp{};
   cp.structSize = CUpti_Checkpoint_STRUCT_SIZE;
-  cp.ctx = nullptr;  // the current context
+  // The current context, named (with ctx null the save answered CUPTI_ERROR_NOT_INITIALIZED on
+  // an H100, 2026-12-07; `checkpoint null` keeps asking that way).
+  cp.ctx = nullptr;
+  if (!g_ctx_null) cuCtxGetCurrent(&cp.ctx);
   cp.allowOverwrite = 1;
   cp.optimizations = 1;  // CUPTI_CHECKPOINT_OPT_TRANSFER: restore only what changed
   CUptiResult r = cuptiCheckpointSave(&cp);
@@ -161,7 +203,9 @@ int checkpoint_probe(int* sum) {
 int main(int argc, char** argv) {
   const bool checkpoint = argc > 1 && std::strcmp(argv[1], "checkpoint") == 0;
   if (checkpoint) {
-    if (argc > 2) {
+    if (argc > 2 && std::strcmp(argv[2], "plain") == 0) return checkpoint_plain();
+    g_ctx_null = argc > 2 && std::strcmp(argv[2], "null") == 0;
+    if (argc > 2 && !g_ctx_null) {
       size_t mib = std::strtoull(argv[2], nullptr, 10);
       ok(cudaDeviceSetLimit(cudaLimitMallocHeapSize, mib << 20), "cudaDeviceSetLimit");
     }

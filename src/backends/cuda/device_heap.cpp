@@ -88,7 +88,13 @@ Result<uint64_t> CudaDevice::save_heap() {
   heap_ = std::make_shared<HeapCheckpoint>();
   auto& cp = heap_->cp;
   cp.structSize = CUpti_Checkpoint_STRUCT_SIZE;
-  cp.ctx = nullptr;           // the launch's (current) context
+  // The launch's (current) context, named: with ctx left null (which the header says means the
+  // current context) cuptiCheckpointSave answered CUPTI_ERROR_NOT_INITIALIZED on an H100
+  // (CUDA 13.0, driver 580, 2026-12-07); NVIDIA's checkpoint sample names its context.
+  if (CUresult r = cuCtxGetCurrent(&cp.ctx); r != CUDA_SUCCESS || cp.ctx == nullptr) {
+    heap_.reset();
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "no CUDA context is current for the device heap's checkpoint");
+  }
   cp.reserveDeviceMB = 512;   // leave room for the counters' own work during the passes
   cp.reserveHostMB = 1024;
   cp.allowOverwrite = 1;
