@@ -30,7 +30,6 @@
 #include "backends/cuda/module_symbols.hpp"
 #include "backends/cuda/markers.hpp"
 #include "backends/cuda/range_calls.hpp"
-#include "backends/cuda/range_free.hpp"
 #include "backends/cuda/range_memory.hpp"
 #include "backends/cuda/services/cupti_service.hpp"
 #include "backends/cuda/vmm_tracker.hpp"
@@ -642,7 +641,6 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
       }
       return;
     }
-    if (range_free::is_proc_address(cbid)) return range_free::on_proc_address(cbid, cb);
     if (cb->callbackSite == CUPTI_API_ENTER) *cb->correlationData = 0;
     memory_callback(cbid, cb);
   } catch (const std::exception& e) {
@@ -716,8 +714,7 @@ bool start_interception() {
              CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
              CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,
              CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
-             CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
-             CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress, CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2}) {
+             CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz}) {
       enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
     }
     // Copies and memsets: every cbid whose API name starts with cuMemcpy or cuMemset; and every

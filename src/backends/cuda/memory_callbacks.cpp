@@ -11,6 +11,7 @@
 #include "backends/cuda/interception.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/range_calls.hpp"
+#include "backends/cuda/range_free.hpp"
 #include "backends/cuda/range_memory.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
@@ -266,7 +267,11 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: {
       auto* p = static_cast<const cuMemFree_v2_params*>(cb->functionParams);
-      if (enter) retire(cb->context, p->dptr, cb); else release_enter_state(cb);
+      if (!enter) {
+        release_enter_state(cb);
+      } else if (!range_free::free_enter(cbid, cb)) {  // not deferred to the range's end
+        retire(cb->context, p->dptr, cb);
+      }
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
@@ -274,7 +279,8 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
       auto* p = static_cast<const cuMemFreeAsync_params*>(cb->functionParams);
       // Under capture the call makes a free node: the memory goes when the graph runs it.
       if (enter) {
-        if (!capture_status(p->hStream)) retire(cb->context, p->dptr, cb);
+        if (!range_free::free_enter(cbid, cb) && !capture_status(p->hStream))
+          retire(cb->context, p->dptr, cb);
       } else {
         release_enter_state(cb);
       }

@@ -4,7 +4,6 @@
 #include <cuda.h>
 
 #include <atomic>
-#include <cstring>
 
 #include "backends/cuda/interception.hpp"
 #include "backends/cuda/internal_guard.hpp"
@@ -16,122 +15,94 @@
 namespace kreplay::cuda::range_free {
 namespace {
 
-using FreeFn = CUresult(CUDAAPI*)(CUdeviceptr);
-using FreeAsyncFn = CUresult(CUDAAPI*)(CUdeviceptr, CUstream);
-
-// The driver's own entries, as cuGetProcAddress gave them (one per flavour; set once).
-std::atomic<FreeFn> g_free{nullptr};
-std::atomic<FreeAsyncFn> g_free_async{nullptr};
-std::atomic<FreeAsyncFn> g_free_async_ptsz{nullptr};
 std::atomic<unsigned long long> g_seen{0}, g_deferred{0};
 
-/// The device whose context is current, when @p ptr is the start of an allocation of it that
-/// the driver knows (a pointer it does not know goes to the driver, which says so).
-CudaDevice* owner(CUdeviceptr ptr) {
-  InternalScope internal;
-  CUcontext ctx = nullptr;
-  if (ptr == 0 || cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr) return nullptr;
+/// Whether @p ptr is the start of an allocation the driver knows (anything else goes to the
+/// driver, which answers the application as it would without kreplay).
+bool allocation_start(CUdeviceptr ptr) {
   CUdeviceptr base = 0;
   size_t size = 0;
-  if (cuMemGetAddressRange(&base, &size, ptr) != CUDA_SUCCESS || base != ptr) return nullptr;
-  return interception::device_of_context(ctx);
-}
-
-/// Whether the open range of this thread takes the free of @p ptr (then @p release frees it
-/// after the range's last pass). A synchronous free first counts as the synchronization it is.
-template <typename Release>
-bool defer(CUdeviceptr ptr, bool sync, const char* call, Release release) {
-  ++g_seen;
-  if (!range_memory::enabled() || in_internal_call() || !range_calls::range_mode()) return false;
-  CudaDevice* dev = owner(ptr);
-  if (dev == nullptr) return false;
-  auto& engine = sdk::Runtime::get().engine();
-  const uint64_t agent = dev->agent;
-  // cudaFree waits for the device: a range whose launches wrote memory the host sees closes
-  // here, as at any synchronization.
-  if (sync) engine.range_sync(agent, call);
-  const bool deferred = engine.range_defer_free(
-      agent, ptr,
-      [agent, ptr, release] {
-        sdk::Runtime::get().on_free(agent, ptr);
-        InternalScope internal;
-        if (CUresult r = release(); r != CUDA_SUCCESS)
-          KR_WARN("a free deferred to the range's end failed (CUresult {})", static_cast<int>(r));
-      },
-      call);
-  if (!deferred) return false;
-  ++g_deferred;
-  if (sync) {
-    // Keep what the application's call promised: the device's work done when it returns.
-    InternalScope internal;
-    cuCtxSynchronize();
-  }
-  return true;
-}
-
-CUresult CUDAAPI free_wrapper(CUdeviceptr ptr) {
-  FreeFn real = g_free.load();
-  if (defer(ptr, true, "cuMemFree_v2", [real, ptr] { return real(ptr); })) return CUDA_SUCCESS;
-  return real(ptr);
-}
-
-template <std::atomic<FreeAsyncFn>* Real>
-CUresult CUDAAPI free_async_wrapper(CUdeviceptr ptr, CUstream stream) {
-  FreeAsyncFn real = Real->load();
-  // A free made while the stream is being captured becomes a graph node: the driver's own.
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  {
-    InternalScope internal;
-    cuStreamIsCapturing(stream, &capture);
-  }
-  if (capture == CU_STREAM_CAPTURE_STATUS_NONE &&
-      defer(ptr, false, "cuMemFreeAsync", [real, ptr, stream] { return real(ptr, stream); }))
-    return CUDA_SUCCESS;
-  return real(ptr, stream);
-}
-
-/// Hand @p wrapper back in place of @p real, remembering @p real in @p slot (first one wins; a
-/// different entry for the same slot is left alone).
-template <typename Fn>
-void swap_in(std::atomic<Fn>& slot, void** pfn, Fn wrapper) {
-  Fn real = reinterpret_cast<Fn>(*pfn);
-  if (real == wrapper) return;
-  Fn expected = nullptr;
-  if (!slot.compare_exchange_strong(expected, real) && expected != real) return;
-  *pfn = reinterpret_cast<void*>(wrapper);
-}
-
-void wrap(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags) {
-  if (symbol == nullptr || pfn == nullptr || *pfn == nullptr) return;
-  if (std::strcmp(symbol, "cuMemFree") == 0) {
-    if (cuda_version >= 3020) swap_in(g_free, pfn, &free_wrapper);  // cuMemFree_v2
-  } else if (std::strcmp(symbol, "cuMemFreeAsync") == 0) {
-    if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0)
-      swap_in(g_free_async_ptsz, pfn, &free_async_wrapper<&g_free_async_ptsz>);
-    else
-      swap_in(g_free_async, pfn, &free_async_wrapper<&g_free_async>);
-  }
+  return ptr != 0 && cuMemGetAddressRange(&base, &size, ptr) == CUDA_SUCCESS && base == ptr;
 }
 
 }  // namespace
 
-bool is_proc_address(CUpti_CallbackId cbid) {
-  return cbid == CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress ||
-         cbid == CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2;
-}
-
-void on_proc_address(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
-  if (cb->callbackSite != CUPTI_API_EXIT || !range_memory::enabled()) return;
-  const auto* ret = static_cast<const CUresult*>(cb->functionReturnValue);
-  if (ret != nullptr && *ret != CUDA_SUCCESS) return;
-  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2) {
-    const auto* p = static_cast<const cuGetProcAddress_v2_params*>(cb->functionParams);
-    if (p->symbolStatus != nullptr && *p->symbolStatus != CU_GET_PROC_ADDRESS_SUCCESS) return;
-    wrap(p->symbol, p->pfn, p->cudaVersion, p->flags);
-  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress) {
-    const auto* p = static_cast<const cuGetProcAddress_params*>(cb->functionParams);
-    wrap(p->symbol, p->pfn, p->cudaVersion, p->flags);
+bool free_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  if (!range_memory::enabled() || !range_calls::range_mode()) return false;
+  CUdeviceptr* slot = nullptr;
+  CUstream stream = nullptr;
+  bool async = false;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: {
+      // The parameters are the driver's own: what they say when ENTER returns is what it frees.
+      auto* p = const_cast<cuMemFree_v2_params*>(
+          static_cast<const cuMemFree_v2_params*>(cb->functionParams));
+      slot = &p->dptr;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
+      auto* p = const_cast<cuMemFreeAsync_params*>(
+          static_cast<const cuMemFreeAsync_params*>(cb->functionParams));
+      slot = &p->dptr;
+      stream = p->hStream;
+      if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz && stream == nullptr)
+        stream = CU_STREAM_PER_THREAD;
+      async = true;
+      break;
+    }
+    default:
+      return false;
   }
+  CudaDevice* dev = interception::device_of_context(cb->context);
+  if (dev == nullptr) return false;
+  ++g_seen;
+  auto& engine = sdk::Runtime::get().engine();
+  const uint64_t agent = dev->agent;
+  const char* call = cb->functionName;
+  const CUdeviceptr ptr = *slot;
+  // Not deferred: the range closes before the memory goes, as at every free before.
+  auto close = [&] {
+    engine.range_barrier(agent, KREPLAY_RANGE_CLOSE_MEMORY, call);
+    return false;
+  };
+  {
+    InternalScope internal;
+    // Under capture the call makes a free node: the memory goes when the graph runs it.
+    if (async && interception::capture_status(stream)) return close();
+    if (!allocation_start(ptr)) return close();
+  }
+  // cudaFree waits for the device: a range whose launches wrote memory the host sees closes
+  // here, as at any synchronization.
+  if (!async) engine.range_sync(agent, call);
+  CUdeviceptr stand_in = 0;
+  {
+    InternalScope internal;
+    const CUresult r = async ? cuMemAllocAsync(&stand_in, 1, stream) : cuMemAlloc(&stand_in, 1);
+    if (r != CUDA_SUCCESS) return close();
+  }
+  const bool deferred = engine.range_defer_free(
+      agent, ptr,
+      [agent, ptr, async, stream] {
+        sdk::Runtime::get().on_free(agent, ptr);
+        InternalScope internal;
+        const CUresult r = async ? cuMemFreeAsync(ptr, stream) : cuMemFree(ptr);
+        if (r != CUDA_SUCCESS)
+          KR_WARN("a free deferred to the range's end failed (CUresult {})", static_cast<int>(r));
+      },
+      call);
+  if (!deferred) {  // the range closed instead (or replays nothing): the application's free
+    InternalScope internal;
+    if (async) {
+      cuMemFreeAsync(stand_in, stream);
+    } else {
+      cuMemFree(stand_in);
+    }
+    return false;
+  }
+  ++g_deferred;
+  *slot = stand_in;
+  return true;
 }
 
 Counts counts() { return {g_seen.load(), g_deferred.load()}; }

@@ -1,12 +1,14 @@
 // Frees inside a range on CUDA (docs/design.md, "Range replay"). CUPTI's callback cannot hold a
-// driver call back, so a free the application makes inside an open range is taken before it
-// reaches the driver: when the CUDA runtime (or any caller) asks cuGetProcAddress for cuMemFree or
-// cuMemFreeAsync after kreplay subscribed, the EXIT callback hands back a wrapper of kreplay's.
-// The wrapper asks Engine::range_defer_free; where the open range takes the free, the block stays
-// allocated until the range's last pass ended and is freed then (its inventory entry retired
-// then too); everywhere else it calls the driver's own function, whose callbacks close the range
-// as before. Callers that reached the driver some other way (linked against libcuda, or resolved
-// the entry before kreplay was loaded) keep closing the range at their frees.
+// driver call back, but the driver frees what the ENTER callback's parameters say when it
+// returns (bench/cuda/free_probe: on an H100, a pointer changed there was the one freed). So a
+// free the application makes inside an open range that can take it (Engine::range_defer_free)
+// frees a 1-byte block of kreplay's instead, allocated there and then; the application's block
+// stays allocated, and is freed, and its inventory entry retired, after the range's last pass.
+// A synchronous free still synchronizes (the driver's own free of the stand-in does), and counts
+// as the synchronization it is for the range first. Where the range cannot take the free it
+// closes first, as every free did before.
+// (Handing the runtime a wrapper from cuGetProcAddress's EXIT callback does not work: the CUDA
+// runtime resolves its driver entries before the injection is loaded; free_probe saw no lookup.)
 // Only with KREPLAY_RANGE_MEMORY=join (range_memory::enabled) until this path has run on a GPU.
 #pragma once
 
@@ -14,12 +16,12 @@
 
 namespace kreplay::cuda::range_free {
 
-/// The callback IDs to enable: cuGetProcAddress and cuGetProcAddress_v2.
-bool is_proc_address(CUpti_CallbackId cbid);
-/// EXIT of cuGetProcAddress(_v2): where the symbol is cuMemFree (v2) or cuMemFreeAsync (either
-/// stream flavour) and the entry was found, the caller gets kreplay's wrapper instead.
-void on_proc_address(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
-/// How many frees the wrappers deferred and saw in all (KREPLAY_PRINT_COSTS, tests).
+/// ENTER of cuMemFree_v2 or cuMemFreeAsync(_ptsz) while a tool uses range replay: true when the
+/// free was deferred (the call now frees kreplay's stand-in; nothing is to be retired now);
+/// false: the caller retires the block as for any free (an open range closed first).
+bool free_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+
+/// How many frees reached free_enter, and how many were deferred (KREPLAY_PRINT_COSTS).
 struct Counts {
   unsigned long long seen = 0, deferred = 0;
 };

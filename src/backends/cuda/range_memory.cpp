@@ -292,6 +292,9 @@ bool joinable_call(CUpti_CallbackId cbid) {
     case KR_CBID(cuMemAllocAsync_ptsz):
     case KR_CBID(cuMemAllocFromPoolAsync):
     case KR_CBID(cuMemAllocFromPoolAsync_ptsz):
+    case KR_CBID(cuMemFree_v2):  // range_free.cpp defers it or closes the range
+    case KR_CBID(cuMemFreeAsync):
+    case KR_CBID(cuMemFreeAsync_ptsz):
       return true;
     default:
       return decode(cbid, nullptr).has_value();

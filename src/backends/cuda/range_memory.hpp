@@ -4,9 +4,8 @@
 // host memory (cuMemcpyHtoD*, cuMemcpy* from host memory the driver does not know) join the open
 // range (replay::Engine::range_memory_begin): the application's call is pass 0, and a CudaMemoryOp
 // submits the same operation again on the same stream on every later pass, a host copy from the
-// bytes captured at the call's ENTER. Allocations (memory_callbacks.cpp) join too; frees still
-// close the range on CUDA: CUPTI's callback cannot hold the driver's free back, and a freed block
-// may be unmapped or handed out before the range's later passes write it.
+// bytes captured at the call's ENTER. Allocations (memory_callbacks.cpp) join too, and frees are
+// deferred to the range's end (range_free.cpp).
 #pragma once
 
 #include <cupti.h>
