@@ -14,7 +14,10 @@ must repeat). Then, in each replay mode, under <dir>/bin/kreplay with its defaul
 
   nvtx      --nvtx-include step/                    every launch of every step: L launches;
   window    --nvtx-include step/ --launch-skip K --launch-count K, K = L / N: the second step;
-  profiler  --profile-from-start off (--mode profiler): step 3 only, L / N launches.
+  startend  --nvtx-include step3: the start/end range around step 3, which holds every thread's
+            launches (PyTorch's backward runs on its autograd thread, outside the main thread's
+            push/pop ranges): at least L / N launches, W;
+  profiler  --profile-from-start off (--mode profiler): step 3 only, W launches.
 
 A run passes when the program exits 0 with the plain run's digest, the tally's replayed +
 declined equals the launches the results database keeps (kreplay writes a row for a selected
@@ -92,8 +95,10 @@ def main():
 
     passed = failed = 0
     per_mode_launches = {}
+    whole_step = {}  # mode -> launches of step 3 on every thread (the startend case)
     for mode in a.modes.split(","):
         cases = [("nvtx", "nvtx", ["--nvtx-include", "step/"]),
+                 ("startend", "nvtx", ["--nvtx-include", "step3"]),
                  ("profiler", "profiler", ["--profile-from-start", "off"])]
         for case, app_mode, options in cases + [("window", "nvtx", None)]:
             if options is None:
@@ -129,6 +134,18 @@ def main():
                 per_mode_launches[mode] = rows
                 if rows == 0 or rows % a.steps != 0:
                     problems.append(f"{rows} launches selected, not a multiple of {a.steps} steps")
+            elif case == "startend":
+                # Every thread's launches of step 3: at least the main thread's (push/pop is per
+                # thread, so the nvtx case counts those alone).
+                whole_step[mode] = rows
+                if rows < per_mode_launches.get(mode, 0) // a.steps or rows == 0:
+                    problems.append(f"{rows} launches selected, fewer than the main thread's "
+                                    f"{per_mode_launches.get(mode, 0) // a.steps} of one step")
+            elif case == "profiler":
+                want = whole_step.get(mode)
+                if rows != want:
+                    problems.append(f"{rows} launches selected, expected step 3's {want} (the "
+                                    "start/end range step3, every thread)")
             else:
                 want = per_mode_launches.get(mode, 0) // a.steps
                 if rows != want:

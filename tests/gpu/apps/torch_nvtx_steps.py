@@ -8,7 +8,8 @@ Every step (a small MLP: forward, MSE loss, backward, SGD update in place; fixed
 seeded CPU generator, TF32 off) runs the same kernels. Between steps the program does work of its
 own outside any step (a cumulative sum over a buffer, then a copy back to the host), so a
 selection that leaks outside the steps is seen. --mode nvtx wraps every step in
-torch.cuda.nvtx.range("step"); --mode profiler calls torch.cuda.profiler.start() before step 3
+torch.cuda.nvtx.range("step") and step 3 also in the start/end range "step3" (nvtx.range_start /
+range_end); --mode profiler calls torch.cuda.profiler.start() before step 3
 and torch.cuda.profiler.stop() after it (nothing else is inside). Prints
 `KREPLAY_APP_INFO torch_nvtx_steps steps=N mode=M` and
 `KREPLAY_RESULT torch_nvtx_steps <FNV-1a digest>` over the final parameters and the outside
@@ -49,8 +50,13 @@ def main():
 
     for i in range(args.steps):
         if args.mode == "nvtx":
+            # Step 3 is also a start/end range, which (unlike push/pop) holds every thread's
+            # launches: PyTorch runs backward on an autograd thread of its own.
+            rid = torch.cuda.nvtx.range_start("step3") if i == 2 else None
             with torch.cuda.nvtx.range("step"):
                 step()
+            if rid is not None:
+                torch.cuda.nvtx.range_end(rid)
         else:
             if i == 2:
                 torch.cuda.profiler.start()
