@@ -91,17 +91,29 @@ void Engine::run_graph_nodes(DispatchState& st, bool submitted) {
                    st.ws.predicted ? "predicted and saved" : "could save (its first launch)",
                    m.ok() ? "" : " (" + m.message() + ")");
       drop_window();
+      // The tool is asked for its plan as for any dispatch (its replay_pass_count called once):
+      // a graph it does not want replayed is NOT_REQUESTED, not declined.
       hooks_.config_enter(st);
+      st.plan = make_plan(st.pass_count, st.replay_continue, st.info, st.user_data);
       auto& out = st.outcome;
       out = {};
       out.size = sizeof(out);
       out.dispatch_id = st.info.dispatch_id;
       out.agent_id = st.info.agent_id;
-      out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
-      out.reason = KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN;
+      out.passes_requested = st.plan.requested;
       out.passes_executed = 1;
       out.bytes_changed = changed;
-      stats_.declined.fetch_add(1, std::memory_order_relaxed);
+      if (st.plan.invalid) {
+        out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
+        out.reason = KREPLAY_DECLINE_REASON_INVALID_PLAN;
+      } else if (!st.plan.replay) {
+        out.outcome = KREPLAY_REPLAY_OUTCOME_NOT_REQUESTED;
+      } else {
+        out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
+        out.reason = KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN;
+      }
+      if (out.outcome == KREPLAY_REPLAY_OUTCOME_DECLINED)
+        stats_.declined.fetch_add(1, std::memory_order_relaxed);
       hooks_.config_exit(st);
       return;
     }

@@ -240,6 +240,7 @@ TEST_F(WriteSets, AGraphAndItsNodesLearnThenReplayWithWriteSets) {
   // 1: the graph runs once (its write set learned); 2: its entry is saved as a write set and its
   // node, new to kreplay, runs once; 3: the node is replayed too.
   EXPECT_EQ(outcomes[0].reason, KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN);
+  EXPECT_EQ(outcomes[0].passes_requested, 3u);  // the tool was asked, as for any dispatch
   EXPECT_EQ(outcomes[1].reason, KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN);
   EXPECT_EQ(outcomes[2].outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
   EXPECT_EQ(outcomes[2].snapshot_mode, KREPLAY_SNAPSHOT_MODE_WRITE_SET);
