@@ -59,6 +59,10 @@ bool free_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   ++g_seen;
   auto& engine = sdk::Runtime::get().engine();
   const uint64_t agent = dev->agent;
+  // No range open on the device: nothing to defer, and no stand-in to make.
+  if (replay::DeviceSlot* s = engine.slot(agent);
+      s == nullptr || !s->range_open.load(std::memory_order_acquire))
+    return false;
   const char* call = cb->functionName;
   const CUdeviceptr ptr = *slot;
   // Not deferred: the range closes before the memory goes, as at every free before.
