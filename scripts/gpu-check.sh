@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite multigpu writeset writesetbench nvtxsel pcbisect pcprobe pcorder pcstart pcfix heapprobe modload rangespan real apicost warmstart. (nccl and multigpu need two
+# services servicesbench servicesuite multigpu writeset writesetbench nvtxsel pcbisect pcprobe pcorder pcstart pcfix heapprobe freeprobe rangefree modload rangespan real apicost warmstart. (nccl and multigpu need two
 # GPUs; with one nccl says SKIP and multigpu checks its programs on the one.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -575,6 +575,28 @@ PY
     done
     step modload_ncu 180 ncu --replay-mode kernel --cache-control all --clock-control none --metrics "$TEN" \
       "$D/bin/real_cublas_inplace"
+    ;;
+  freeprobe)  # bench/cuda/free_probe.cu: can an injected library hold an application's free back
+              # (issue 30 item 3): plainly, then injected with each FREE_PROBE_* switch
+    for sw in "" "FREE_PROBE_WRAP=1" "FREE_PROBE_WRAP=1 FREE_PROBE_DEFER=1" "FREE_PROBE_SWAP=1"; do
+      note "free_probe ${sw:-plain}"
+      # shellcheck disable=SC2086
+      env ${sw:+CUDA_INJECTION64_PATH=$D/lib/libfree_probe_inject.so} $sw timeout 60 \
+        "$D/bin/free_probe" 2>&1 | grep free_probe | tee -a "$O/summary.txt"
+    done
+    ;;
+  rangefree)  # frees (and the other memory calls) inside ranges: --replay-mode range with set basic,
+              # KREPLAY_RANGE_MEMORY=close then join, on Thrust, CUB and two suite programs; the
+              # tally's ranges, what closed them, and how many frees were deferred
+    for p in real_thrust_sort_scan real_cub_async kreplay_gpu_malloc_async kreplay_gpu_multi_kernel_chain; do
+      step "rangefree_${p}_native" 60 "$D/bin/$p"
+      for mem in close join; do
+        step "rangefree_${p}_$mem" 120 env KREPLAY_PRINT_COSTS=1 KREPLAY_RANGE_MEMORY=$mem "$K" \
+          --replay-mode range -d "$W/rangefree_${p}_$mem" -o run -- "$D/bin/$p"
+        grep -h "RESULT\|ranges held\|range_frees\|rror" "$W/rangefree_${p}_$mem.log" | cut -c1-260 |
+          tee -a "$O/summary.txt"
+      done
+    done
     ;;
   heapprobe)  # bench/cuda/heap_probe.cu: can the device malloc heap be found and restored (issue 10 item 3)
     step heap_probe 60 "$D/bin/heap_probe"
