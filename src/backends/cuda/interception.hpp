@@ -105,6 +105,11 @@ CudaDevice* device_of_context(CUcontext ctx);
 
 /// Whether @p stream is capturing into a graph.
 bool capture_status(CUstream stream);
+/// The stream a driver call names: in a per-thread-stream call (`_ptsz`) the default stream
+/// means the calling thread's default stream.
+inline CUstream stream_of(CUstream stream, bool per_thread) {
+  return per_thread && stream == nullptr ? CU_STREAM_PER_THREAD : stream;
+}
 /// Whether a driver call of this name changes an executable graph after instantiation.
 bool is_graph_exec_change(const char* name);
 

@@ -456,7 +456,7 @@ void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
       return;
   }
   // A per-thread-stream call with the default stream means this thread's default stream.
-  if (ptsz && l.stream == nullptr) l.stream = CU_STREAM_PER_THREAD;
+  l.stream = interception::stream_of(l.stream, ptsz);
   // A launch into a stream under capture executes nothing: it becomes a node of the graph being
   // captured, and the graph's launches are what kreplay sees.
   if (capture_status(l.stream)) return;

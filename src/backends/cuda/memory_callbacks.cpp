@@ -201,13 +201,11 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
         allocation_enter(cb->context, cb->functionName);
       }
       // Under capture the call makes an allocation node: the graph's launches own that memory.
-      // Inside a range the block is saved as it is (track): frees close ranges on CUDA and a
-      // range drains the device as it opens, so no work of the range's can still be using it.
+      // Inside a range the block is saved as it is (track), once its stream got there: a block
+      // the range freed is held back until the range ends (range_free.cpp), so this one is not it.
       if (ok && !capture_status(p->hStream))
         track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL, cb->functionName,
-              cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz && p->hStream == nullptr
-                  ? CU_STREAM_PER_THREAD
-                  : p->hStream);
+              stream_of(p->hStream, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz));
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
@@ -219,9 +217,7 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
       }
       if (ok && !capture_status(p->hStream))
         track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_POOL, cb->functionName,
-              cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz && p->hStream == nullptr
-                  ? CU_STREAM_PER_THREAD
-                  : p->hStream);
+              stream_of(p->hStream, cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz));
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc:

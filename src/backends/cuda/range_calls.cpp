@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/interception.hpp"
 #include "backends/cuda/range_memory.hpp"
 #include "sdk/runtime.hpp"
 
@@ -92,7 +93,7 @@ bool is_plain_sync(const char* name) {
 bool note_stream_order(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t agent) {
   auto& engine = sdk::Runtime::get().engine();
   auto handle = [](CUstream s, bool ptsz) {
-    return reinterpret_cast<uint64_t>(ptsz && s == nullptr ? CU_STREAM_PER_THREAD : s);
+    return reinterpret_cast<uint64_t>(interception::stream_of(s, ptsz));
   };
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuEventRecord:

@@ -45,9 +45,8 @@ bool free_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
       auto* p = const_cast<cuMemFreeAsync_params*>(
           static_cast<const cuMemFreeAsync_params*>(cb->functionParams));
       slot = &p->dptr;
-      stream = p->hStream;
-      if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz && stream == nullptr)
-        stream = CU_STREAM_PER_THREAD;
+      stream = interception::stream_of(p->hStream,
+                                       cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz);
       async = true;
       break;
     }

@@ -141,10 +141,6 @@ class CudaMemoryOp final : public device::MemoryOp {
   CUevent done_ = nullptr;
 };
 
-CUstream stream_of(CUstream s, bool per_thread) {
-  return per_thread && s == nullptr ? CU_STREAM_PER_THREAD : s;
-}
-
 // What a 1D and a 2D memset share: destination, element, value, stream, sync.
 template <typename P>
 Op memset_op(const P* p, unsigned element, bool async, bool per_thread) {
@@ -156,7 +152,7 @@ Op memset_op(const P* p, unsigned element, bool async, bool per_thread) {
   if constexpr (requires { p->us; }) o.value = p->us;
   if constexpr (requires { p->ui; }) o.value = p->ui;
   if constexpr (requires { p->hStream; }) o.stream = p->hStream;
-  o.stream = stream_of(o.stream, per_thread);
+  o.stream = interception::stream_of(o.stream, per_thread);
   o.sync = !async;
   return o;
 }
@@ -196,7 +192,7 @@ Op copy(const void* params, Kind kind, bool async, bool per_thread) {
   }
   o.count = p->ByteCount;
   if constexpr (requires { p->hStream; }) o.stream = p->hStream;
-  o.stream = stream_of(o.stream, per_thread);
+  o.stream = interception::stream_of(o.stream, per_thread);
   o.sync = !async;
   return o;
 }
