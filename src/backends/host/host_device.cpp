@@ -555,6 +555,19 @@ Status HostLaunch::submit() {
                  fmt::format("invalid launch configuration grid ({},{},{}) block ({},{},{})", grid.x,
                              grid.y, grid.z, block.x, block.y, block.z));
   }
+  HostDevice* dev = device;
+  enqueue_execution([dev, fn = fn, grid = grid, block = block, args = args,
+                     offsets = offsets](ExecRecord& rec) {
+    ThreadContext ctx;
+    ctx.grid_dim = grid;
+    ctx.block_dim = block;
+    Executor::run(fn, ctx, args.data(), offsets.data(), rec, rec.probe.get(),
+                  dev != nullptr ? dev->heap() : nullptr);
+  });
+  return Status::Ok();
+}
+
+void HostWork::enqueue_execution(std::function<void(ExecRecord&)> run) {
   auto rec = std::make_shared<ExecRecord>();
   rec->probe = std::move(probe_next);
   last = rec;
@@ -562,26 +575,20 @@ Status HostLaunch::submit() {
     device->note_submission(rec);
     device->submission_started();
   }
-  stream->enqueue(
-      [rec, dev = device, fn = fn, grid = grid, block = block, args = args, offsets = offsets] {
-        if (dev != nullptr) dev->execution_started();
-        rec->start_ns = now_ns();
-        ThreadContext ctx;
-        ctx.grid_dim = grid;
-        ctx.block_dim = block;
-        Executor::run(fn, ctx, args.data(), offsets.data(), *rec, rec->probe.get(),
-                      dev != nullptr ? dev->heap() : nullptr);
-        if (rec->probe) rec->probe->finish();
-        rec->end_ns = now_ns();
-        if (rec->end_ns == rec->start_ns) ++rec->end_ns;
-        // Before finish(): whoever waits for the pass may flush at once, and that is not inside it.
-        if (dev != nullptr) {
-          dev->execution_finished(rec->bytes_written);
-          dev->submission_finished();
-        }
-        rec->finish();
-      });
-  return Status::Ok();
+  stream->enqueue([rec, dev = device, run = std::move(run)] {
+    if (dev != nullptr) dev->execution_started();
+    rec->start_ns = now_ns();
+    run(*rec);
+    if (rec->probe) rec->probe->finish();
+    rec->end_ns = now_ns();
+    if (rec->end_ns == rec->start_ns) ++rec->end_ns;
+    // Before finish(): whoever waits for the pass may flush at once, and that is not inside it.
+    if (dev != nullptr) {
+      dev->execution_finished(rec->bytes_written);
+      dev->submission_finished();
+    }
+    rec->finish();
+  });
 }
 
 Status HostWork::wait(uint64_t timeout_ms, device::PassTiming* timing) {

@@ -226,6 +226,11 @@ class HostWork : public device::Launch {
   /// current, a launch is submitted again on another thread only inside
   /// HostDevice::bind_launch_context (a range closed by another thread's call).
   std::thread::id origin = std::this_thread::get_id();
+
+ protected:
+  /// One submission on `stream`: a new `last` record (with the armed probe), the device's
+  /// submission bookkeeping, and on the stream's worker @p run between the timestamps.
+  void enqueue_execution(std::function<void(ExecRecord&)> run);
 };
 
 /// A kernel launch: owns a copy of the argument bytes, so passes > 0 resubmit it.

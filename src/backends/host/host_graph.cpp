@@ -109,27 +109,7 @@ std::unique_ptr<device::Launch> HostGraphLaunch::record() {
 }
 
 Status HostGraphLaunch::submit() {
-  auto rec = std::make_shared<ExecRecord>();
-  rec->probe = std::move(probe_next);
-  last = rec;
-  if (device != nullptr) {
-    device->note_submission(rec);
-    device->submission_started();
-  }
-  stream->enqueue([rec, dev = device, nodes = nodes] {
-    if (dev != nullptr) dev->execution_started();
-    rec->start_ns = now_ns();
-    run_nodes(nodes, *rec, rec->probe.get());
-    if (rec->probe) rec->probe->finish();
-    rec->end_ns = now_ns();
-    if (rec->end_ns == rec->start_ns) ++rec->end_ns;
-    // Before finish(): whoever waits for the pass may flush at once, and that is not inside it.
-    if (dev != nullptr) {
-      dev->execution_finished(rec->bytes_written);
-      dev->submission_finished();
-    }
-    rec->finish();
-  });
+  enqueue_execution([nodes = nodes](ExecRecord& rec) { run_nodes(nodes, rec, rec.probe.get()); });
   return Status::Ok();
 }
 
