@@ -14,6 +14,13 @@ bool Engine::save_device_heap(device::Device& dev, const char* kernel, uint64_t*
                               uint64_t* ns, std::vector<kreplay_replay_interval_t>* intervals) {
   const uint64_t t0 = now_ns();
   Result<uint64_t> saved = dev.save_heap();
+  if (!saved.ok() && saved.status().code() == KREPLAY_STATUS_ERROR_NOT_INITIALIZED) {
+    // The device sets its heap up at this launch (CUDA: a context's first launch that uses it):
+    // nothing could be saved, and this launch alone runs once.
+    KR_INFO("{}: {}", kernel ? kernel : "a launch that uses the device heap",
+            saved.status().message());
+    return false;
+  }
   if (!saved.ok()) {
     KR_WARN_ONCE("device-heap",
                  "kernels whose code uses the device-side heap (malloc, free, new or delete in "

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -80,10 +81,11 @@ Result<uint64_t> CudaDevice::save_heap() {
   static const bool wanted = [] {
     const bool on = env::get_int("KREPLAY_HEAP_CHECKPOINT", 0) != 0;
     if (on) {
-      KR_WARN("KREPLAY_HEAP_CHECKPOINT=1: kernels that use the device heap are replayed with the "
-              "heap put back through a CUPTI checkpoint, an experiment: on an H100 (2026-12-07) "
-              "the GPU suite's device_heap program failed its own check this way; do not trust "
-              "results of such runs");
+      KR_WARN(
+          "KREPLAY_HEAP_CHECKPOINT=1: kernels that use the device heap are replayed with the "
+          "heap put back through a CUPTI checkpoint, an experiment: on an H100 (2026-12-07) "
+          "the GPU suite's device_heap program failed its own check this way; do not trust "
+          "results of such runs");
     }
     return on;
   }();
@@ -96,18 +98,30 @@ Result<uint64_t> CudaDevice::save_heap() {
   if (!api.why.empty()) return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, api.why);
   InternalScope internal;
   std::lock_guard lock(heap_mu_);
+  // The launch's (current) context, named: with ctx left null (which the header says means the
+  // current context) cuptiCheckpointSave answered CUPTI_ERROR_NOT_INITIALIZED on an H100
+  // (CUDA 13.0, driver 580, 2026-12-07); NVIDIA's checkpoint sample names its context.
+  CUcontext ctx = nullptr;
+  if (CUresult r = cuCtxGetCurrent(&ctx); r != CUDA_SUCCESS || ctx == nullptr) {
+    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
+                 "no CUDA context is current for the device heap's checkpoint");
+  }
+  // The driver sets a context's heap up at the first launch that uses it: a checkpoint saved
+  // before then does not hold the heap, and putting it back leaves the heap as the pass left it.
+  // heap_probe, whose checkpoint held the heap, had used it before saving. So the first heap
+  // launch of a context runs once; the later ones are replayed.
+  if (std::ranges::find(heap_contexts_, ctx) == heap_contexts_.end()) {
+    heap_contexts_.push_back(ctx);
+    return Error(KREPLAY_STATUS_ERROR_NOT_INITIALIZED,
+                 "a context's device heap is set up by the first launch that uses it, which runs "
+                 "once");
+  }
   if (heap_) api.free(&heap_->cp);
   heap_ = std::make_shared<HeapCheckpoint>();
   auto& cp = heap_->cp;
   cp.structSize = CUpti_Checkpoint_STRUCT_SIZE;
-  // The launch's (current) context, named: with ctx left null (which the header says means the
-  // current context) cuptiCheckpointSave answered CUPTI_ERROR_NOT_INITIALIZED on an H100
-  // (CUDA 13.0, driver 580, 2026-12-07); NVIDIA's checkpoint sample names its context.
-  if (CUresult r = cuCtxGetCurrent(&cp.ctx); r != CUDA_SUCCESS || cp.ctx == nullptr) {
-    heap_.reset();
-    return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "no CUDA context is current for the device heap's checkpoint");
-  }
-  cp.reserveDeviceMB = 512;   // leave room for the counters' own work during the passes
+  cp.ctx = ctx;
+  cp.reserveDeviceMB = 512;  // leave room for the counters' own work during the passes
   cp.reserveHostMB = 1024;
   cp.allowOverwrite = 1;
   cp.optimizations = 0;
