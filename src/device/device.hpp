@@ -42,7 +42,7 @@ struct Storage {
   uint64_t address = 0;  ///< address the device's copy routines accept
   uint64_t size = 0;
   StorageTier tier = StorageTier::kDevice;
-  uint64_t handle = 0;   ///< backend-private
+  uint64_t handle = 0;  ///< backend-private
 };
 
 /// One region to save and restore: live memory (through a writable mapping) ↔ storage.
@@ -146,7 +146,7 @@ struct LaunchInfo {
   kreplay_agent_id_t agent{};
   kreplay_stream_id_t stream{};
   uint64_t kernel_id = 0;
-  const char* kernel_name = "";   ///< demangled; lives as long as the process
+  const char* kernel_name = "";  ///< demangled; lives as long as the process
   const char* mangled_name = "";
   kreplay_dim3_t grid{1, 1, 1};
   kreplay_dim3_t block{1, 1, 1};
@@ -154,9 +154,9 @@ struct LaunchInfo {
   uint32_t dynamic_shared_bytes = 0;
   uint32_t static_shared_bytes = 0;
   uint32_t registers = 0;
-  uint32_t flags = 0;                   ///< KREPLAY_DISPATCH_FLAG_*
-  std::span<const std::byte> arg_bytes; ///< packed argument bytes (for snapshot scope "args")
-  uint64_t graph_id = 0;    ///< the executable graph this launch belongs to (0: none)
+  uint32_t flags = 0;                    ///< KREPLAY_DISPATCH_FLAG_*
+  std::span<const std::byte> arg_bytes;  ///< packed argument bytes (for snapshot scope "args")
+  uint64_t graph_id = 0;                 ///< the executable graph this launch belongs to (0: none)
   uint64_t graph_node = 0;  ///< a graph's kernel node: its index in the graph's node order
 };
 
@@ -223,6 +223,10 @@ class Launch {
   virtual std::unique_ptr<Launch> record() { return nullptr; }
   /// Whether record() will succeed for this launch (asked before the submission).
   virtual bool recordable() const { return false; }
+  /// What the launch runs in beyond its device (CUDA: its context), as a key: two launches with
+  /// different non-zero keys cannot be submitted again under one Device::bind_launch_context.
+  /// 0: the device has no such thing.
+  virtual uint64_t context_key() const { return 0; }
 
   // ---- graph launches ----
   /// A graph launch: what the engine needs to replay it; nullptr for a kernel launch.
@@ -346,6 +350,14 @@ class Device {
   virtual std::shared_ptr<void> bind_launch_context(Launch& launch) {
     (void)launch;
     return nullptr;
+  }
+
+  /// Whether the stream handle @p stream means the calling thread's own stream (CUDA: the
+  /// per-thread default stream): the same handle from two threads names two streams, so work on it
+  /// from a thread other than a range's own is never ordered with the range's.
+  virtual bool thread_stream(uint64_t stream) const {
+    (void)stream;
+    return false;
   }
 
   /// Bytes of device memory kernels may write that the inventory does not track (0 = none).

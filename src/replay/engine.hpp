@@ -29,8 +29,8 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <string>
 #include <shared_mutex>
+#include <string>
 #include <vector>
 
 #include "device/device.hpp"
@@ -81,8 +81,8 @@ inline void add_restored(Result<uint64_t>& total, const Result<uint64_t>& part) 
 
 /// How a window saves memory (write_bounded.cpp).
 enum class SaveKind {
-  kNone,      ///< nothing saved (not replayed)
-  kFull,      ///< every tracked region of the scope
+  kNone,  ///< nothing saved (not replayed)
+  kFull,  ///< every tracked region of the scope
   /// The predicted write set (empty when nothing is known yet: then every chunk the launch
   /// writes must have held zeros), proven by digests of all tracked memory.
   kWriteSet,
@@ -92,15 +92,15 @@ enum class SaveKind {
 /// layout its changed chunks are learned in.
 struct WriteSetWindow {
   SaveKind kind = SaveKind::kNone;
-  ChunkLayout layout;            ///< every tracked region of the device, as the digests see it
-  std::vector<Extent> saved;     ///< kWriteSet: the chunks saved
-  bool predicted = false;        ///< kWriteSet: `saved` came from a prediction (else nothing known)
+  ChunkLayout layout;         ///< every tracked region of the device, as the digests see it
+  std::vector<Extent> saved;  ///< kWriteSet: the chunks saved
+  bool predicted = false;     ///< kWriteSet: `saved` came from a prediction (else nothing known)
   /// kWriteSet: chunks of `layout` the application's pass changed outside `saved` that held zeros
   /// before (fresh memory): restored by Device::zero_chunks, with no copy.
   std::vector<uint64_t> zeroed;
-  uint64_t kernel = 0;           ///< the key: the (first) launch's kernel ...
-  std::vector<std::byte> args;   ///< ... and its argument bytes
-  bool learned = false;          ///< the application's pass was measured and learned
+  uint64_t kernel = 0;          ///< the key: the (first) launch's kernel ...
+  std::vector<std::byte> args;  ///< ... and its argument bytes
+  bool learned = false;         ///< the application's pass was measured and learned
 };
 
 /// What one pass executes, as the pass loop drives it.
@@ -135,15 +135,15 @@ uint64_t default_range_capture_bytes();
 bool default_range_join_memory();
 
 struct RangeOptions {
-  uint64_t max_launches = 64;           ///< close a range at this many launches
+  uint64_t max_launches = 64;  ///< close a range at this many launches
   enum class Marker { kNone, kCudaProfiler, kNvtx } marker = Marker::kNone;
-  std::string nvtx_name;                ///< kNvtx: the range name
+  std::string nvtx_name;  ///< kNvtx: the range name
   /// A plain synchronization (stream, event, device, a query) leaves a range open when its
   /// launches can have written no memory the host sees without a call (range_sync); false: every
   /// synchronization closes the range.
   bool span_syncs = true;
-  /// Memsets, copies into device memory, allocations and frees made on the range's thread (and
-  /// streams) join the open range (range_memops.cpp); false: each of them closes it.
+  /// Memsets, copies into device memory, allocations and frees on the range's streams join the
+  /// open range (range_memops.cpp); false: each of them closes it.
   bool join_memory = default_range_join_memory();
   /// A host-to-device copy joins a range with its source bytes captured when the call is made;
   /// one that would take the bytes a range captured past this closes the range instead.
@@ -194,9 +194,9 @@ struct DispatchState {
   bool may_wait_for_host() const { return host_visible || behind_host_waiter; }
 
   // Execution
-  uint64_t pass = 0;           ///< current pass
-  bool window = false;         ///< the pass loop runs
-  bool wait_needed = false;    ///< single run: wait for completion (a service needs its end)
+  uint64_t pass = 0;         ///< current pass
+  bool window = false;       ///< the pass loop runs
+  bool wait_needed = false;  ///< single run: wait for completion (a service needs its end)
   bool reentrant = false;
   /// The window saved the device heap (a launch that uses it; device_heap.cpp): put back before
   /// each later pass, dropped when the window ends.
@@ -212,7 +212,7 @@ struct DispatchState {
   // Range replay: this launch belongs to a range (its services are driven per range pass).
   bool in_range = false;
   RangeLaunch* range_launch = nullptr;      ///< set on the enter/exit state of the launch
-  std::unique_lock<std::mutex> range_lock;         ///< held from enter to exit of a range launch
+  std::unique_lock<std::mutex> range_lock;  ///< held from enter to exit of a range launch
   /// Counter values of this launch for the current range pass (set by the engine before
   /// after_complete); nullopt when the pass counted nothing.
   std::optional<std::vector<device::CounterValue>> range_values;
@@ -294,7 +294,7 @@ struct RangeLaunch {
   std::unique_ptr<device::Launch> recorded;  ///< resubmittable copy
   std::unique_ptr<DispatchState> st;         ///< the launch's state for the services
   bool selected = true;
-  bool counted = false;                      ///< submitted inside the pass's counter session
+  bool counted = false;  ///< submitted inside the pass's counter session
 };
 
 /// A memory operation recorded into a range (range_memops.cpp): submitted again on every later
@@ -329,7 +329,12 @@ struct RangeAllocation {
 /// A range of launches being recorded (pass 0) or replayed.
 struct RangeState {
   kreplay_range_info_t info{};
+  /// The thread that opened it. Other threads' launches and memory calls join too, on a stream
+  /// that all threads share (range_joins_thread); on a thread's own stream only this thread's do.
   uint64_t owner_thread = 0;
+  /// The first launch's Launch::context_key(): a launch in another context closes the range (its
+  /// passes run under one Device::bind_launch_context).
+  uint64_t context = 0;
   kreplay_correlation_id_t correlation{};
   kreplay_range_replay_pass_count_cb_t pass_count = nullptr;
   kreplay_range_replay_continue_cb_t replay_continue = nullptr;
@@ -345,7 +350,7 @@ struct RangeState {
   /// save of the heap (heap_saved), put back after every restore (device_heap.cpp).
   bool heap = false;
   bool heap_saved = false;
-  const char* heap_kernel = nullptr;  ///< its kernel's name, for the message when it cannot
+  const char* heap_kernel = nullptr;          ///< its kernel's name, for the message when it cannot
   device::CounterSet* counter_set = nullptr;  ///< the current pass's counter session
   /// Index of the first launch the session counts: on pass 0 the session starts at the first
   /// launch a tool counts (launches before it were not selected); on later passes at launch 0.
@@ -433,8 +438,8 @@ struct EngineStats {
   std::atomic<uint64_t> replayed{0};
   std::atomic<uint64_t> declined{0};
   std::atomic<uint64_t> passes{0};
-  std::atomic<uint64_t> cache_flushes{0};  ///< Device::flush_caches calls that succeeded
-  std::atomic<uint64_t> baselines{0};      ///< digests of all tracked memory taken before a pass
+  std::atomic<uint64_t> cache_flushes{0};     ///< Device::flush_caches calls that succeeded
+  std::atomic<uint64_t> baselines{0};         ///< digests of all tracked memory taken before a pass
   std::atomic<uint64_t> baselines_reused{0};  ///< ... reused from the window before instead
 };
 
@@ -553,11 +558,11 @@ class Engine {
   /// its copy, which the range's later passes submit again (nullptr: it cannot be, and the range
   /// closes after it).
   void range_memory_done(uint64_t agent, bool ok, std::unique_ptr<device::MemoryOp> recorded);
-  /// Before the application allocates memory on @p agent: an open range stays open when this
-  /// thread holds it (range_allocated then saves the memory), else it closes.
+  /// Before the application allocates memory on @p agent: an open range that takes memory calls
+  /// stays open (range_allocated then saves the memory), else it closes.
   void range_allocation_begin(uint64_t agent, const char* call);
   /// After an allocation of [base, base + size) succeeded (the inventory tracks it): inside a
-  /// replayed range of this thread the memory is part of the range's state from now on (its
+  /// replayed range the memory is part of the range's state from now on (its
   /// content saved now, put back before every later pass); where it cannot be saved the range
   /// closes (none of its launches can have touched this memory yet).
   /// @p save (may be empty) copies the memory into the storage given, in place of
@@ -686,14 +691,20 @@ class Engine {
   kreplay_decline_reason_t save_range_entry(DeviceSlot& slot, RangeState& r, bool write_bounded);
   /// save_range_entry's full snapshot of @p regions into @p placement.
   kreplay_decline_reason_t save_range_full(DeviceSlot& slot, RangeState& r,
-                                           const std::vector<Region>& regions,
-                                           Placement placement, uint64_t t0,
+                                           const std::vector<Region>& regions, Placement placement,
+                                           uint64_t t0,
                                            std::unique_lock<std::shared_mutex>& window);
   void add_to_range(DeviceSlot& slot, DispatchState& st);
   void close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, const char* call = nullptr);
   // memory calls inside a range (range_memops.cpp); slot.range_mu held
-  /// Whether @p r may take a memory call made now on this thread at all (joining is on, it is the
-  /// range's own thread, and the range is not one that closes at its launch's exit).
+  /// Why a launch or memory call on @p stream, made now on this thread, cannot join @p r for
+  /// the thread it comes from (KREPLAY_RANGE_CLOSE_OTHER_THREAD), or NONE: the range's own thread
+  /// joins on any stream; another thread only on a stream every thread shares, since the same
+  /// handle of a thread's own stream (Device::thread_stream) names another stream there.
+  kreplay_range_close_reason_t range_thread_blocker(const DeviceSlot& slot, const RangeState& r,
+                                                    uint64_t stream) const;
+  /// Whether @p r may take a memory call at all (joining is on, and the range is not one that
+  /// closes at its launch's exit).
   bool range_takes_memory_calls(const RangeState& r) const;
   /// Why @p op cannot join @p r (the close reason), or NONE.
   kreplay_range_close_reason_t memop_blocker(const DeviceSlot& slot, const RangeState& r,

@@ -11,7 +11,7 @@
 //           cache control (a replayed range, RangeState::flush_launches) a wait for the launch
 //           before and a cache flush (flush_before_launch); the application submits it; at its
 //           API exit the backend's recorded copy is kept.
-//   memory  memsets, copies into device memory, allocations and frees the range's thread makes
+//   memory  memsets, copies into device memory, allocations and frees on the range's streams
 //           join it (range_memops.cpp): recorded between its launches and submitted again in
 //           order on every later pass; allocations saved as they are made, frees deferred.
 //   close   (range_close.cpp) before the call that ends it: under the window lock, wait for
@@ -64,9 +64,12 @@ RangeOptions Engine::range_options() const {
 
 bool Engine::range_markers_allow() const {
   switch (range_options().marker) {
-    case RangeOptions::Marker::kNone: return true;
-    case RangeOptions::Marker::kCudaProfiler: return profiler_active_.load();
-    case RangeOptions::Marker::kNvtx: return nvtx_depth_.load() > 0;
+    case RangeOptions::Marker::kNone:
+      return true;
+    case RangeOptions::Marker::kCudaProfiler:
+      return profiler_active_.load();
+    case RangeOptions::Marker::kNvtx:
+      return nvtx_depth_.load() > 0;
   }
   return true;
 }
@@ -101,7 +104,9 @@ void Engine::range_marker(MarkerEvent event, std::string_view name) {
   }
 }
 
-bool Engine::in_range_machinery() { return tl_range_depth > 0; }
+bool Engine::in_range_machinery() {
+  return tl_range_depth > 0;
+}
 
 void Engine::app_call_enter() {
   ++tl_app_call_depth;
@@ -203,6 +208,8 @@ void Engine::range_stream_wait(uint64_t agent, uint64_t stream, uint64_t event) 
     std::unique_lock lock(s->range_mu);
     if (!s->range) continue;
     RangeState& r = *s->range;
+    // (Another thread's own stream is not the range thread's stream of that handle.)
+    if (range_thread_blocker(*s, r, stream) != KREPLAY_RANGE_CLOSE_NONE) continue;
     if (r.stream != stream && std::ranges::find(r.chain_events, event) != r.chain_events.end() &&
         std::ranges::find(r.ordered_streams, stream) == r.ordered_streams.end())
       r.ordered_streams.push_back(stream);
@@ -230,11 +237,16 @@ void Engine::range_enter(DispatchState& st) {
   RangeDepth depth;
   st.range_lock = std::unique_lock(slot.range_mu);
   const RangeOptions opt = range_options();
-  const uint64_t me = thread_id();
   if (slot.range) {
-    kreplay_range_close_reason_t why = KREPLAY_RANGE_CLOSE_NONE;
-    if (slot.range->owner_thread != me) {
-      why = KREPLAY_RANGE_CLOSE_OTHER_THREAD;
+    kreplay_range_close_reason_t why =
+        range_thread_blocker(slot, *slot.range, st.info.stream_id.handle);
+    const uint64_t context = st.launch->context_key();
+    if (why != KREPLAY_RANGE_CLOSE_NONE) {
+      // (another thread's launch on its own stream)
+    } else if (slot.range->context != 0 && context != 0 && context != slot.range->context) {
+      // Another context (CUDA: cuCtxSetCurrent or another thread's context): the passes run
+      // under the first launch's.
+      why = KREPLAY_RANGE_CLOSE_OTHER;
     } else if (const RangeState& r = *slot.range;
                r.stream != st.info.stream_id.handle &&
                std::ranges::find(r.ordered_streams, st.info.stream_id.handle) ==
@@ -291,8 +303,19 @@ void Engine::range_enter(DispatchState& st) {
   begin_single_run(st);
 }
 
-bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
-                        kreplay_decline_reason_t declined) {
+kreplay_range_close_reason_t Engine::range_thread_blocker(const DeviceSlot& slot,
+                                                          const RangeState& r,
+                                                          uint64_t stream) const {
+  // Work from several threads joins in the order it reaches the driver: each launch and memory
+  // call holds the range from before the application's call until after it returned, so the
+  // range's order on a shared stream is the stream's own order.
+  if (r.owner_thread == thread_id()) return KREPLAY_RANGE_CLOSE_NONE;
+  return slot.device->thread_stream(stream) || slot.device->thread_stream(r.stream)
+             ? KREPLAY_RANGE_CLOSE_OTHER_THREAD
+             : KREPLAY_RANGE_CLOSE_NONE;
+}
+
+bool Engine::open_range(DeviceSlot& slot, DispatchState& first, kreplay_decline_reason_t declined) {
   auto r = std::make_unique<RangeState>();
   r->whole_graph = first.launch->graph() != nullptr;
   r->heap = !r->whole_graph && (first.info.flags & KREPLAY_DISPATCH_FLAG_DEVICE_HEAP) != 0;
@@ -303,6 +326,7 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
   r->info.agent_id = first.info.agent_id;
   r->info.stream_id = first.info.stream_id;
   r->owner_thread = thread_id();
+  r->context = first.launch->context_key();
   r->correlation = first.correlation;
   r->stream = first.info.stream_id.handle;
   hooks_.range_config_enter(*r);
@@ -331,8 +355,9 @@ bool Engine::open_range(DeviceSlot& slot, DispatchState& first,
     return false;
   };
   if (r->plan.invalid) {
-    KR_WARN_ONCE("invalid-range-plan", "a tool returned pass count 0 for a range without "
-                                       "replay_continue; the range is not replayed");
+    KR_WARN_ONCE("invalid-range-plan",
+                 "a tool returned pass count 0 for a range without "
+                 "replay_continue; the range is not replayed");
     return finish_unopened(KREPLAY_REPLAY_OUTCOME_DECLINED, KREPLAY_DECLINE_REASON_INVALID_PLAN);
   }
   // A range of one pass is not replayed, but still runs as a range: its launches share one
@@ -417,8 +442,9 @@ kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& 
   std::unique_lock window(slot.window_mu);
   uint64_t t0 = now_ns();
   if (dev.capture_active()) {
-    KR_WARN_ONCE("capture-active", "launches made while another stream of the device is being "
-                                   "captured into a graph are not replayed; they run once");
+    KR_WARN_ONCE("capture-active",
+                 "launches made while another stream of the device is being "
+                 "captured into a graph are not replayed; they run once");
     return KREPLAY_DECLINE_REASON_STREAM_CAPTURE;
   }
   if (Status s = dev.drain(opt.drain_timeout_ms); !s.ok()) {
@@ -439,8 +465,8 @@ kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& 
       std::lock_guard lock(slot.pool_mu);
       return slot.pool.place(dev, regions, opt.chunk_bytes, opt.max_snapshot_bytes);
     }();
-    if (placement.ok()) return save_range_full(slot, r, regions, std::move(placement).value(), t0,
-                                               window);
+    if (placement.ok())
+      return save_range_full(slot, r, regions, std::move(placement).value(), t0, window);
     if (!(write_bounded && opt.snapshot_mode == KREPLAY_SNAPSHOT_MODE_AUTO &&
           opt.max_snapshot_bytes == 0 && baseline_supported(slot))) {
       KR_WARN_ONCE("range-snapshot-too-large",
@@ -459,8 +485,8 @@ kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& 
     }
   }
   if (Status s = take_baseline(slot, r.ws); !s.ok()) {
-    KR_WARN("range {} not replayed: the digests of its device's memory failed: {}",
-            r.info.range_id, s.message());
+    KR_WARN("range {} not replayed: the digests of its device's memory failed: {}", r.info.range_id,
+            s.message());
     r.ws.kind = SaveKind::kNone;
     return KREPLAY_DECLINE_REASON_SNAPSHOT_FAILED;
   }
@@ -570,8 +596,9 @@ void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {
         r.counted_from = r.launches.size();
       }
     } else if (r.counter_set != nullptr && set != r.counter_set) {
-      KR_WARN_ONCE("range-counter-set", "the launches of a range must count one counter "
-                                        "config per pass; later configs are ignored");
+      KR_WARN_ONCE("range-counter-set",
+                   "the launches of a range must count one counter "
+                   "config per pass; later configs are ignored");
     }
   }
   // --cache-control all: the launch starts cold, after the range's launches before it completed
@@ -610,7 +637,8 @@ void Engine::range_exit(DispatchState& st, bool submitted) {
   // device heap: it closes at its exit.
   if (slot.range && (slot.range->whole_graph || slot.range->probe || slot.range->heap ||
                      slot.range->declined != KREPLAY_DECLINE_REASON_NONE)) {
-    close_range(slot, slot.range->whole_graph ? KREPLAY_RANGE_CLOSE_GRAPH : KREPLAY_RANGE_CLOSE_OTHER);
+    close_range(slot,
+                slot.range->whole_graph ? KREPLAY_RANGE_CLOSE_GRAPH : KREPLAY_RANGE_CLOSE_OTHER);
   }
   st.range_lock.unlock();
 }

@@ -2,8 +2,9 @@
 // calls inside a range"). A range no longer closes at every memset, copy, allocation or free:
 //
 //   memset, copy between device memory, copy from host memory
-//           joins the open range when the calling thread holds it, it is ordered on the range's
-//           stream (or a stream ordered after its last launch, as a launch would be), and what it
+//           joins the open range when it is ordered on the range's stream (or a stream ordered
+//           after its last launch, as a launch would be; from a thread other than the one that
+//           opened the range, a stream all threads share), and what it
 //           writes (and, for a device copy, reads) lies in tracked device memory of the range's
 //           device. The application's call is pass 0; the backend's recorded copy (a
 //           device::MemoryOp) is submitted again on every later pass, in order with the launches.
@@ -23,7 +24,8 @@
 // snapshot holds every tracked region as the range opened, and a write-bounded range measures
 // them with its digests (a memset outside the predicted save set is a miss, learned, as a
 // launch's write is). Everything else that used to close a range still does (a copy to the host,
-// a peer copy, memory the host can see without a call, another thread's or stream's call).
+// a peer copy, memory the host can see without a call, another stream's call, another thread's
+// call on its own per-thread stream).
 #include <algorithm>
 
 #include "common/env.hpp"
@@ -65,8 +67,8 @@ bool in_device_region(const MemoryInventory& inv, uint64_t agent, uint64_t addre
 uint64_t default_range_capture_bytes() {
   static const uint64_t bytes = [] {
     uint64_t b = 64ull << 20;
-    if (auto v = env::get("KREPLAY_RANGE_CAPTURE_BYTES"); v && !v->empty() &&
-                                                           !env::parse_bytes(*v, &b)) {
+    if (auto v = env::get("KREPLAY_RANGE_CAPTURE_BYTES");
+        v && !v->empty() && !env::parse_bytes(*v, &b)) {
       KR_WARN("KREPLAY_RANGE_CAPTURE_BYTES='{}' is not a size (e.g. 64M); 64M is used", *v);
       b = 64ull << 20;
     }
@@ -80,9 +82,10 @@ bool default_range_join_memory() {
     auto v = env::get("KREPLAY_RANGE_MEMORY");
     if (!v || v->empty() || *v == "join") return true;
     if (*v == "close") return false;
-    KR_WARN("KREPLAY_RANGE_MEMORY='{}' is not a choice; use join (the default: memsets, copies "
-            "into device memory, allocations and frees stay inside a range) or close",
-            *v);
+    KR_WARN(
+        "KREPLAY_RANGE_MEMORY='{}' is not a choice; use join (the default: memsets, copies "
+        "into device memory, allocations and frees stay inside a range) or close",
+        *v);
     return true;
   }();
   return join;
@@ -98,13 +101,15 @@ bool Engine::range_takes_memory_calls(const RangeState& r) const {
   // Another thread's memory call closes the range as it always did (reason MEMORY). Declined,
   // probing and whole-graph ranges close at their launch's exit: none is open here, but should
   // one be, it takes nothing more.
-  return range_options().join_memory && r.owner_thread == thread_id() &&
-         r.declined == KREPLAY_DECLINE_REASON_NONE && !r.probe && !r.whole_graph;
+  return range_options().join_memory && r.declined == KREPLAY_DECLINE_REASON_NONE && !r.probe &&
+         !r.whole_graph;
 }
 
 kreplay_range_close_reason_t Engine::memop_blocker(const DeviceSlot& slot, const RangeState& r,
                                                    const MemoryCall& op) const {
   if (!range_takes_memory_calls(r)) return KREPLAY_RANGE_CLOSE_MEMORY;
+  if (auto why = range_thread_blocker(slot, r, op.stream); why != KREPLAY_RANGE_CLOSE_NONE)
+    return why;
   // Ordered as a launch must be: on the stream of the range's last item, or on a stream that
   // waited for an event recorded after it.
   if (op.stream != r.stream &&
@@ -148,8 +153,7 @@ Engine::MemoryJoin Engine::range_memory_begin(uint64_t agent, const MemoryCall& 
     close_range(*s, why, op.call);
     return MemoryJoin::kNone;
   }
-  if (op.kind == MemoryCall::Kind::kCopyHostToDevice && r.plan.replay)
-    r.captured_bytes += op.bytes;
+  if (op.kind == MemoryCall::Kind::kCopyHostToDevice && r.plan.replay) r.captured_bytes += op.bytes;
   // It is the range's latest item: events recorded before it order nothing after it.
   if (op.stream != r.stream) ++r.outcome.streams;
   r.stream = op.stream;
@@ -204,9 +208,10 @@ void Engine::range_allocated(uint64_t agent, uint64_t base, uint64_t size, const
   std::unique_lock lock(s->range_mu);
   if (!s->range) return;
   RangeState& r = *s->range;
-  // A range another thread opened after range_allocation_begin: its launches cannot point into
-  // memory that did not exist when they were made.
-  if (r.owner_thread != thread_id() || !r.plan.replay) return;
+  // Whichever thread allocated it and whenever the range opened (another thread's range may
+  // have opened after range_allocation_begin), launches that join from now on may write it: it is
+  // the range's state from here.
+  if (!r.plan.replay) return;
   memory_changed();
   // Memory the range already puts back (an allocation of it, a deferred free) is never handed
   // out again while the range is open; should it be, the range closes rather than save it twice.
@@ -218,19 +223,19 @@ void Engine::range_allocated(uint64_t agent, uint64_t base, uint64_t size, const
   RangeAllocation a;
   a.base = base;
   a.size = size;
-  Status saved = overlaps ? Error(KREPLAY_STATUS_ERROR, "it overlaps memory the range saved")
-                          : Status::Ok();
+  Status saved =
+      overlaps ? Error(KREPLAY_STATUS_ERROR, "it overlaps memory the range saved") : Status::Ok();
   uint64_t t0 = now_ns();
   if (saved.ok()) {
     std::unique_lock window(s->window_mu);
-    const device::StorageTier tier =
-        dev.storage_available(device::StorageTier::kDevice) >= size ? device::StorageTier::kDevice
-                                                                     : device::StorageTier::kPinnedHost;
-    Result<device::Storage> storage = dev.storage_available(tier) >= size
-                                          ? dev.allocate_storage(tier, size)
-                                          : Result<device::Storage>(Error(
-                                                KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,
-                                                "no snapshot storage for it"));
+    const device::StorageTier tier = dev.storage_available(device::StorageTier::kDevice) >= size
+                                         ? device::StorageTier::kDevice
+                                         : device::StorageTier::kPinnedHost;
+    Result<device::Storage> storage =
+        dev.storage_available(tier) >= size
+            ? dev.allocate_storage(tier, size)
+            : Result<device::Storage>(
+                  Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES, "no snapshot storage for it"));
     if (!storage.ok()) {
       saved = storage.status();
     } else {

@@ -2,6 +2,8 @@
 // open at a launch and close before any call that could observe or change memory, every launch
 // keeps its own dispatch id, the last pass is not restored, and the closing call sees exactly one
 // execution.
+#include <thread>
+
 #include "range_harness.hpp"
 
 namespace kreplay::test {
@@ -58,8 +60,8 @@ TEST_F(Range, KernelsOfARangeReadEachOthersOutputs) {
   std::vector<float> ex(x, x + 512), ey(y, y + 512);
   for (int r = 0; r < 4; ++r) {
     update(x, 512);
-    ASSERT_TRUE(hr::launch_args(fx().accumulate, {8}, {64}, stream_, y, static_cast<const float*>(x),
-                                uint32_t{512})
+    ASSERT_TRUE(hr::launch_args(fx().accumulate, {8}, {64}, stream_, y,
+                                static_cast<const float*>(x), uint32_t{512})
                     .ok());
     for (int i = 0; i < 512; ++i) {
       ex[i] = ex[i] * 2.0f + 1.0f;
@@ -99,7 +101,28 @@ TEST_F(Range, EveryClosingCallSeesExactlyOneExecution) {
                          KREPLAY_RANGE_CLOSE_OTHER_STREAM, KREPLAY_RANGE_CLOSE_SYNCHRONIZE}));
 }
 
-TEST_F(Range, ALaunchFromAnotherThreadClosesTheRange) {
+// PyTorch runs a step's backward on its autograd thread, on the stream the forward used: that
+// thread's launches join the range the main thread opened, in the order they reached the stream.
+TEST_F(Range, AnotherThreadsLaunchOnTheRangesStreamJoinsIt) {
+  float* x = buffer(256, 0.5f);
+  float* y = buffer(256, 0.5f);
+  update(x, 256);
+  std::thread t([&] { update(y, 256); });
+  t.join();
+  update(x, 256);
+  EXPECT_TRUE(S().exits().empty()) << "another thread's launch on the range's stream closed it";
+  EXPECT_EQ(read(x, 3), expect(0.5f + 0.003f, 2));  // a copy to the host closes the range
+  EXPECT_EQ(read(y, 3), expect(0.5f + 0.003f, 1));
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
+  EXPECT_EQ(exits[0].outcome.launches, 3u);
+  EXPECT_EQ(exits[0].outcome.passes_executed, 3u);
+  EXPECT_EQ(*g_counter, 3u);
+}
+
+// Another thread's launch on a stream of its own is not ordered with the range's.
+TEST_F(Range, AnotherThreadsLaunchOnAnotherStreamClosesTheRange) {
   float* x = buffer(256, 0.5f);
   float* y = buffer(256, 0.5f);
   update(x, 256);
@@ -114,8 +137,31 @@ TEST_F(Range, ALaunchFromAnotherThreadClosesTheRange) {
   ASSERT_TRUE(hr::device_synchronize().ok());
   auto exits = S().exits();
   ASSERT_GE(exits.size(), 2u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER_STREAM);
+  EXPECT_EQ(exits[0].outcome.launches, 2u);
+  EXPECT_EQ(x[3], expect(0.5f + 0.003f, 2));
+  EXPECT_EQ(y[3], expect(0.5f + 0.003f, 1));
+}
+
+// A thread's own stream (CUDA's per-thread default stream) has one handle on every thread but is
+// another stream on each: another thread's launch there is not ordered with the range's, though
+// the handle is the range's.
+TEST_F(Range, AnotherThreadsLaunchOnItsOwnStreamClosesTheRange) {
+  float* x = buffer(256, 0.5f);
+  float* y = buffer(256, 0.5f);
+  update(x, 256, hr::kPerThreadStream);
+  update(x, 256, hr::kPerThreadStream);
+  std::thread t([&] {
+    update(y, 256, hr::kPerThreadStream);
+    ASSERT_TRUE(hr::stream_synchronize(hr::kPerThreadStream).ok());
+  });
+  t.join();
+  ASSERT_TRUE(hr::device_synchronize().ok());
+  auto exits = S().exits();
+  ASSERT_GE(exits.size(), 2u);
   EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER_THREAD);
   EXPECT_EQ(exits[0].outcome.launches, 2u);
+  EXPECT_EQ(exits[1].outcome.launches, 1u);
   EXPECT_EQ(x[3], expect(0.5f + 0.003f, 2));
   EXPECT_EQ(y[3], expect(0.5f + 0.003f, 1));
 }
@@ -153,6 +199,11 @@ TEST_F(Range, ARangeOpenedBetweenACopysBarrierAndItsWindowIsClosedBeforeTheCopy)
 // slip in and be undone by the range's restore. (Seen on the H200 as thread 3's buffer wrong in
 // multistream_threads under 3-pass range replay, once the cache flush widened those moments.)
 TEST_F(Range, ACopyWhileARangeIsBeingOpenedWaitsForTheRange) {
+  // With memory calls closing ranges (KREPLAY_RANGE_MEMORY=close): joining, the copy would be
+  // one of the range's items (range_memory_test.cpp).
+  auto options = sdk::Runtime::get().engine().range_options();
+  options.join_memory = false;
+  sdk::Runtime::get().engine().set_range_options(options);
   float* x = buffer(256, 0.5f);  // updated by this thread: its launch opens the range
   float* y = buffer(256, 1.0f);  // the other thread's copy target
   std::atomic<bool> fired{false};
@@ -307,7 +358,9 @@ TEST_F(Range, AGraphWithAHostNodeIsADeclinedRange) {
   uint32_t n = 256;
   void* xa[] = {&x, &n};
   ASSERT_TRUE(hr::graph_add_kernel(g, fx().update, {4}, {64}, xa).ok());
-  ASSERT_TRUE(hr::graph_add_host(g, [](void*) { ++calls; }, nullptr).ok());
+  ASSERT_TRUE(hr::graph_add_host(
+                  g, [](void*) { ++calls; }, nullptr)
+                  .ok());
   ASSERT_TRUE(hr::graph_launch(g, stream_).ok());
   ASSERT_TRUE(hr::device_synchronize().ok());
   EXPECT_EQ(calls, 1);

@@ -4,6 +4,8 @@
 // application still sees exactly one execution. Each test fails where kreplay would skip the
 // call on the later passes (the memset, the copy), re-read a host buffer instead of its capture,
 // forget memory allocated inside the range, or hand out a block the range still replays.
+#include <thread>
+
 #include "range_harness.hpp"
 
 namespace kreplay::test {
@@ -39,7 +41,7 @@ TEST_F(RangeMemory, AMemsetStaysInTheRangeAndRunsAgainOnEveryPass) {
   float* y = buffer(256, 3.0f);
   update(x, 256);
   ASSERT_TRUE(hr::memset_async(y, 0, 256 * sizeof(float), stream_).ok());
-  accumulate(y, x, 256);  // y = 0 + x'
+  accumulate(y, x, 256);                                          // y = 0 + x'
   ASSERT_TRUE(hr::memset(x + 128, 0, 128 * sizeof(float)).ok());  // the synchronous form too
   update(x, 256);
   EXPECT_TRUE(S().exits().empty()) << "a memset closed the range";
@@ -115,8 +117,8 @@ TEST_F(RangeMemory, AnAsynchronousAllocationReusedFromAnotherStreamIsPartOfTheRa
   update(x, n);  // opens the range
   auto* b = static_cast<float*>(*hr::malloc_async(n * sizeof(float), stream_));
   EXPECT_EQ(b, a) << "the pool did not reuse the block";
-  update(b, n);          // b = 2 * 4 + 1
-  accumulate(x, b, n);   // x = x' + 9: without b saved at its allocation, x' + 19 on pass 2
+  update(b, n);         // b = 2 * 4 + 1
+  accumulate(x, b, n);  // x = x' + 9: without b saved at its allocation, x' + 19 on pass 2
   EXPECT_TRUE(S().exits().empty());
   EXPECT_EQ(read(x), expect(v(0.5f, 7), 1) + 9.0f);
   EXPECT_EQ(read(b), 9.0f);
@@ -154,8 +156,7 @@ TEST_F(RangeMemory, AFreeInsideTheRangeIsDeferredAndItsBlockNotHandedOutAgain) {
   EXPECT_EQ(read(b), 4.0f * x1 + 1.0f);
   one_range(6);
   // The range closed: the free happened, and the block is the pool's again.
-  EXPECT_FALSE(
-      sdk::Runtime::get().inventory().find(agent, reinterpret_cast<uint64_t>(a), &region));
+  EXPECT_FALSE(sdk::Runtime::get().inventory().find(agent, reinterpret_cast<uint64_t>(a), &region));
   auto* c = static_cast<float*>(*hr::malloc_async(bytes, stream_));
   EXPECT_EQ(c, a);
   ASSERT_TRUE(hr::free_async(b, stream_).ok());
@@ -170,14 +171,43 @@ TEST_F(RangeMemory, ATemporaryAllocatedAndFreedInsideTheRangeStaysValidForEveryP
   accumulate(t, x, 256);  // t = x'
   accumulate(x, t, 256);  // x = 2x'
   ASSERT_TRUE(hr::free(t).ok());
-  update(x, 256);         // x = 4x' + 1
+  update(x, 256);  // x = 4x' + 1
   EXPECT_TRUE(S().exits().empty());
   EXPECT_EQ(read(x), 4.0f * expect(v(0.5f, 7), 1) + 1.0f);
   auto r = one_range(4);
   EXPECT_EQ(r.close_call, "hostrt::memcpy");
   replay::Region region;
   EXPECT_FALSE(sdk::Runtime::get().inventory().find(hr::testing::agent_of(),
-                                                     reinterpret_cast<uint64_t>(t), &region));
+                                                    reinterpret_cast<uint64_t>(t), &region));
+}
+
+// The autograd thread's share of a training step: an allocation, a memset, launches and a free
+// made by another thread on the range's stream join the range the main thread opened.
+TEST_F(RangeMemory, AnotherThreadsMemoryCallsOnTheRangesStreamJoinIt) {
+  float* x = buffer(256, 0.5f);
+  update(x, 256);  // the main thread opens the range: x = x'
+  float* t = nullptr;
+  std::thread other([&] {
+    t = static_cast<float*>(*hr::malloc(256 * sizeof(float)));
+    ASSERT_TRUE(hr::memset_async(t, 0, 256 * sizeof(float), stream_).ok());
+    accumulate(t, x, 256);  // t = x'
+    accumulate(x, t, 256);  // x = 2x'
+  });
+  other.join();
+  update(x, 256);  // x = 4x' + 1
+  std::thread freer([&] { EXPECT_TRUE(hr::free(t).ok()); });
+  freer.join();
+  EXPECT_TRUE(S().exits().empty()) << "another thread's call on the range's stream closed it";
+  replay::Region region;
+  EXPECT_TRUE(sdk::Runtime::get().inventory().find(hr::testing::agent_of(),
+                                                   reinterpret_cast<uint64_t>(t), &region))
+      << "another thread's free was not deferred";
+  // Without the memset on passes 1 and 2, t and so x would grow with every pass.
+  EXPECT_EQ(read(x), 4.0f * expect(v(0.5f, 7), 1) + 1.0f);
+  auto r = one_range(4);
+  EXPECT_EQ(r.outcome.memory_calls, 3u);  // the allocation, the memset, the free
+  EXPECT_FALSE(sdk::Runtime::get().inventory().find(hr::testing::agent_of(),
+                                                    reinterpret_cast<uint64_t>(t), &region));
 }
 
 TEST_F(RangeMemory, CountersStayPerLaunch) {
@@ -216,7 +246,10 @@ TEST_F(RangeMemory, MemoryCallsARangeCannotHoldCloseIt) {
   update(x, 256);
   ASSERT_TRUE(hr::memset_async(m, 0, 16, stream_).ok());  // memory the host sees with no call
   update(x, 256);
-  std::thread t([&] { EXPECT_TRUE(hr::memset(y, 0, 16).ok()); });  // another thread
+  std::thread t([&] {  // another thread, on its own stream
+    EXPECT_TRUE(hr::memset_async(y, 0, 16, hr::kPerThreadStream).ok());
+    EXPECT_TRUE(hr::stream_synchronize(hr::kPerThreadStream).ok());
+  });
   t.join();
   update(x, 256);
   set_range([](replay::RangeOptions& o) { o.join_memory = false; });  // KREPLAY_RANGE_MEMORY=close
@@ -229,8 +262,8 @@ TEST_F(RangeMemory, MemoryCallsARangeCannotHoldCloseIt) {
   EXPECT_EQ(exits[0].close_call, "hostrt::memset_async");
   EXPECT_EQ(exits[1].outcome.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
   EXPECT_EQ(exits[1].close_call, "hostrt::memset_async");
-  EXPECT_EQ(exits[2].outcome.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
-  EXPECT_EQ(exits[2].close_call, "hostrt::memset");
+  EXPECT_EQ(exits[2].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER_THREAD);
+  EXPECT_EQ(exits[2].close_call, "hostrt::memset_async");
   EXPECT_EQ(exits[3].outcome.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
   for (const auto& e : exits) EXPECT_EQ(e.outcome.passes_executed, 3u);
   EXPECT_TRUE(hr::free(m).ok());

@@ -28,9 +28,9 @@ struct ExecGraph;
 /// "cuXxx failed: CUDA_ERROR_YYY (message)".
 Status cu_error(CUresult r, const char* what);
 
-#define KR_CU(call)                                                       \
-  do {                                                                    \
-    CUresult kr_cu_ = (call);                                             \
+#define KR_CU(call)                                                              \
+  do {                                                                           \
+    CUresult kr_cu_ = (call);                                                    \
     if (kr_cu_ != CUDA_SUCCESS) return ::kreplay::cuda::cu_error(kr_cu_, #call); \
   } while (0)
 
@@ -70,6 +70,9 @@ class CudaDevice final : public device::Device {
   Result<uint64_t> restore_heap() override;
   void drop_heap() override;
   std::shared_ptr<void> bind_launch_context(device::Launch& launch) override;
+  bool thread_stream(uint64_t stream) const override {
+    return stream == reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD);
+  }
   device::CounterBackend* counters() override { return counters_; }
   /// PC sampling, SASS metrics and PM sampling through CUPTI (services/), created on first use.
   device::PassService* service(int kind) override;
@@ -126,6 +129,8 @@ class CudaDevice final : public device::Device {
   std::atomic<bool> any_capture_{false};
   std::mutex heap_mu_;
   std::shared_ptr<struct HeapCheckpoint> heap_;  ///< guarded by heap_mu_ (device_heap.cpp)
+  /// Contexts whose device heap a launch has set up (device_heap.cpp), guarded by heap_mu_.
+  std::vector<CUcontext> heap_contexts_;
 };
 
 /// Which API the application used, so passes > 0 are submitted the same way.
@@ -139,6 +144,7 @@ class CudaLaunch final : public device::Launch {
   Status wait(uint64_t timeout_ms, device::PassTiming* timing) override;
   std::unique_ptr<device::Launch> record() override;
   bool recordable() const override;
+  uint64_t context_key() const override { return reinterpret_cast<uint64_t>(ctx); }
   const device::GraphInfo* graph() const override {
     return api == LaunchApi::kGraph ? &graph_info : nullptr;
   }
@@ -164,9 +170,10 @@ class CudaLaunch final : public device::Launch {
   void** extra = nullptr;
   const CUlaunchConfig* config = nullptr;
   CUgraphExec graph_exec = nullptr;
-  std::shared_ptr<const ExecGraph> exec_graph;  ///< what the walk of `graph_exec` found (graphs.hpp)
-  device::GraphInfo graph_info;                 ///< for the engine (graph())
-  bool capturing = false;  ///< the stream is under capture: nothing executes, no events
+  std::shared_ptr<const ExecGraph>
+      exec_graph;                ///< what the walk of `graph_exec` found (graphs.hpp)
+  device::GraphInfo graph_info;  ///< for the engine (graph())
+  bool capturing = false;        ///< the stream is under capture: nothing executes, no events
   std::vector<std::byte> args;
   bool args_complete = false;  ///< args holds every parameter (recordable)
   bool args_buffer = false;    ///< the application passed CU_LAUNCH_PARAM_BUFFER_POINTER

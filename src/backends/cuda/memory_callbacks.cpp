@@ -24,8 +24,8 @@ void track(CUcontext ctx, uint64_t address, uint64_t size, kreplay_memory_kind_t
   CudaDevice* dev = device_of_context(ctx);
   if (dev == nullptr || address == 0 || size == 0) return;
   sdk::Runtime::get().on_allocate(dev->agent, address, size, kind);
-  // Device memory allocated inside an open range of this thread is part of the range's state
-  // from now on (saved as it is now); range_allocation_begin closed any other range at ENTER.
+  // Device memory allocated while a range is open is part of the range's state from now on
+  // (saved as it is now), whichever thread allocated it: launches that join later may write it.
   if (kind != KREPLAY_MEMORY_KIND_DEVICE && kind != KREPLAY_MEMORY_KIND_POOL) return;
   if (!range_memory::enabled()) return;  // allocations close ranges on CUDA unless asked
   // The save is a plain copy (the copy engine), not kreplay's snapshot kernel: the range's counter
@@ -38,14 +38,14 @@ void track(CUcontext ctx, uint64_t address, uint64_t size, kreplay_memory_kind_t
       [address, size, pool, stream](const device::Storage& storage) -> Status {
         InternalScope internal;
         if (pool) KR_CU(cuStreamSynchronize(stream));
-        KR_CU(cuMemcpy(static_cast<CUdeviceptr>(storage.address),
-                       static_cast<CUdeviceptr>(address), size));
+        KR_CU(cuMemcpy(static_cast<CUdeviceptr>(storage.address), static_cast<CUdeviceptr>(address),
+                       size));
         return Status::Ok();
       });
 }
 
-// ENTER of a device allocation: an open range stays open when this thread holds it (the memory
-// is saved at EXIT, track()); any other closes.
+// ENTER of a device allocation: an open range that takes memory calls stays open (the memory is
+// saved at EXIT, track()); any other closes.
 void allocation_enter(CUcontext ctx, const char* call) {
   CudaDevice* dev = device_of_context(ctx);
   if (dev != nullptr) sdk::Runtime::get().engine().range_allocation_begin(dev->agent, call);
@@ -174,7 +174,8 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
         make_room(cb->context, p->bytesize, cb->functionName);
         allocation_enter(cb->context, cb->functionName);
       }
-      if (ok) track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_DEVICE, cb->functionName);
+      if (ok)
+        track(cb->context, *p->dptr, p->bytesize, KREPLAY_MEMORY_KIND_DEVICE, cb->functionName);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
@@ -225,18 +226,22 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
       // Portable and mapped pinned memory: with unified addressing the host address is also the
       // device address, and kernels may write it.
       auto* p = static_cast<const cuMemHostAlloc_params*>(cb->functionParams);
-      if (ok) track(cb->context, reinterpret_cast<uint64_t>(*p->pp), p->bytesize,
-                    KREPLAY_MEMORY_KIND_HOST_MAPPED);
+      if (ok)
+        track(cb->context, reinterpret_cast<uint64_t>(*p->pp), p->bytesize,
+              KREPLAY_MEMORY_KIND_HOST_MAPPED);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuArray3DCreate_v2: {
       auto* p = static_cast<const cuArray3DCreate_v2_params*>(cb->functionParams);
-      if (ok && p->pHandle) on_array_created(cb->context, reinterpret_cast<uintptr_t>(*p->pHandle), p->pAllocateArray);
+      if (ok && p->pHandle)
+        on_array_created(cb->context, reinterpret_cast<uintptr_t>(*p->pHandle), p->pAllocateArray);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayCreate: {
       auto* p = static_cast<const cuMipmappedArrayCreate_params*>(cb->functionParams);
-      if (ok && p->pHandle) on_array_created(cb->context, reinterpret_cast<uintptr_t>(*p->pHandle), p->pMipmappedArrayDesc);
+      if (ok && p->pHandle)
+        on_array_created(cb->context, reinterpret_cast<uintptr_t>(*p->pHandle),
+                         p->pMipmappedArrayDesc);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuArrayDestroy: {
@@ -251,14 +256,16 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
       auto* p = static_cast<const cuMemAllocHost_v2_params*>(cb->functionParams);
-      if (ok) track(cb->context, reinterpret_cast<uint64_t>(*p->pp), p->bytesize,
-                    KREPLAY_MEMORY_KIND_HOST_MAPPED);
+      if (ok)
+        track(cb->context, reinterpret_cast<uint64_t>(*p->pp), p->bytesize,
+              KREPLAY_MEMORY_KIND_HOST_MAPPED);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2: {
       auto* p = static_cast<const cuMemHostRegister_v2_params*>(cb->functionParams);
-      if (ok) track(cb->context, reinterpret_cast<uint64_t>(p->p), p->bytesize,
-                    KREPLAY_MEMORY_KIND_HOST_MAPPED);
+      if (ok)
+        track(cb->context, reinterpret_cast<uint64_t>(p->p), p->bytesize,
+              KREPLAY_MEMORY_KIND_HOST_MAPPED);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: {
@@ -284,12 +291,18 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost: {
       auto* p = static_cast<const cuMemFreeHost_params*>(cb->functionParams);
-      if (enter) retire(cb->context, reinterpret_cast<uint64_t>(p->p), cb); else release_enter_state(cb);
+      if (enter)
+        retire(cb->context, reinterpret_cast<uint64_t>(p->p), cb);
+      else
+        release_enter_state(cb);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister: {
       auto* p = static_cast<const cuMemHostUnregister_params*>(cb->functionParams);
-      if (enter) retire(cb->context, reinterpret_cast<uint64_t>(p->p), cb); else release_enter_state(cb);
+      if (enter)
+        retire(cb->context, reinterpret_cast<uint64_t>(p->p), cb);
+      else
+        release_enter_state(cb);
       break;
     }
     // ---- VMM ----
@@ -297,7 +310,8 @@ void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
       auto* p = static_cast<const cuMemCreate_params*>(cb->functionParams);
       if (enter) make_room(cb->context, p->size, cb->functionName);
       if (!ok) break;
-      CUdevice dev = p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? p->prop->location.id : 0;
+      CUdevice dev =
+          p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? p->prop->location.id : 0;
       std::lock_guard lock(state().vmm_mu);
       state().vmm_handle_device[*p->handle] = dev;
       vmm_tracker(dev).on_create(*p->handle, p->size);

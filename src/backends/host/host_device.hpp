@@ -26,7 +26,7 @@ struct ExecRecord {
   bool done = false;
   uint64_t start_ns = 0, end_ns = 0;
   uint64_t threads = 0, blocks = 0, bytes_read = 0, bytes_written = 0, ops = 0;
-  bool trapped = false;  ///< a thread called ThreadContext::trap()
+  bool trapped = false;          ///< a thread called ThreadContext::trap()
   std::shared_ptr<Probe> probe;  ///< what a per-pass service observed (finished before `done`)
 
   void finish();
@@ -107,6 +107,7 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   std::shared_ptr<void> bind_launch_context(device::Launch& launch) override;
   /// Whether the calling thread is inside bind_launch_context (HostLaunch::submit checks).
   static bool launch_context_bound();
+  bool thread_stream(uint64_t stream) const override { return stream == kPerThreadStream; }
   DeviceHeap* heap();  ///< created on first use (KREPLAY_HOST_HEAP bytes, default 1 MiB)
   void set_heap_restorable(bool v) { heap_restorable_ = v; }
   void skip_heap_restore(bool v) { skip_heap_restore_ = v; }
@@ -120,7 +121,8 @@ class HostDevice final : public device::Device, public device::CounterBackend {
 
   // device::CounterBackend
   Result<std::vector<device::CounterDesc>> list() override;
-  Result<std::shared_ptr<device::CounterSet>> create(const std::vector<std::string>& names) override;
+  Result<std::shared_ptr<device::CounterSet>> create(
+      const std::vector<std::string>& names) override;
   Status begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_pass(device::Launch& launch) override;
   /// Beginning a range session dirties kSessionStartDirtyBytes, as CUPTI's Start writes device

@@ -32,9 +32,15 @@ constexpr size_t kAlign = 256;  // module globals (allocations: hostrt_memory.cp
 
 }  // namespace
 
-Status init(const Config& config) { return rt().init(config); }
-Status init() { return rt().ensure(); }
-const Config& config() { return rt().config_; }
+Status init(const Config& config) {
+  return rt().init(config);
+}
+Status init() {
+  return rt().ensure();
+}
+const Config& config() {
+  return rt().config_;
+}
 
 // Memory (allocations, frees, copies, memsets): hostrt_memory.cpp.
 
@@ -43,6 +49,14 @@ Stream default_stream(int device) {
       static_cast<size_t>(device) >= rt().default_streams_.size())
     return 0;
   return rt().default_streams_[device];
+}
+
+Stream detail::Runtime::thread_stream() {
+  thread_local Stream own = 0;
+  if (own == 0) {
+    if (auto s = stream_create(0); s.ok()) own = *s;
+  }
+  return own;
 }
 
 Result<Stream> stream_create(int device) {
@@ -222,7 +236,8 @@ Result<Kernel> get_kernel(Module module, std::string_view name) {
     const auto& rec = *rt().kernels_[k - 1];
     if (rec.desc.mangled_name == name || rec.entry->demangled == name) return k;
   }
-  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, fmt::format("no kernel '{}' in module", name));
+  return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+               fmt::format("no kernel '{}' in module", name));
 }
 
 Result<void*> get_global(Module module, std::string_view name) {
@@ -243,7 +258,8 @@ void fail_next_snapshot(int device) {
   if (rt().ensure().ok() && rt().device(device)) rt().device(device)->fail_next_snapshot();
 }
 void set_heap_restorable(bool restorable, int device) {
-  if (rt().ensure().ok() && rt().device(device)) rt().device(device)->set_heap_restorable(restorable);
+  if (rt().ensure().ok() && rt().device(device))
+    rt().device(device)->set_heap_restorable(restorable);
 }
 void skip_heap_restore(bool skip, int device) {
   if (rt().ensure().ok() && rt().device(device)) rt().device(device)->skip_heap_restore(skip);

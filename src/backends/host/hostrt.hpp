@@ -39,9 +39,9 @@ struct Dim3 {
 
 struct Config {
   int device_count = 1;
-  uint64_t memory_bytes = 1ull << 30;   ///< device memory per device
-  uint64_t pinned_bytes = 1ull << 30;   ///< pinned host memory for snapshot storage
-  uint32_t counters_per_pass = 2;       ///< hardware counter limit of one pass
+  uint64_t memory_bytes = 1ull << 30;  ///< device memory per device
+  uint64_t pinned_bytes = 1ull << 30;  ///< pinned host memory for snapshot storage
+  uint32_t counters_per_pass = 2;      ///< hardware counter limit of one pass
 };
 
 /// Initialize with @p config (before any other call; later calls with a different config fail).
@@ -86,6 +86,9 @@ Status free_async(void* ptr, Stream stream);
 
 // ---- streams ----
 Stream default_stream(int device = 0);
+/// Device 0's stream of the calling thread, like CUDA's per-thread default stream: one handle that
+/// names a different stream on each thread (created on the thread's first use).
+inline constexpr Stream kPerThreadStream = ~Stream{0} - 1;
 Result<Stream> stream_create(int device = 0);
 Status stream_destroy(Stream stream);
 Status stream_synchronize(Stream stream);
@@ -229,10 +232,11 @@ class ThreadContext {
   uint64_t bytes_read_ = 0, bytes_written_ = 0, ops_ = 0;
   bool trapped_ = false;
   class DeviceHeap* heap_ = nullptr;  ///< the device's heap (device_heap.hpp)
-  Probe* probe_ = nullptr;  ///< set while a per-pass service collects on the submission
+  Probe* probe_ = nullptr;            ///< set while a per-pass service collects on the submission
 };
 
-// ---- markers (--range-markers cuda-profiler | nvtx:NAME, --profile-from-start, --nvtx-include) ----
+// ---- markers (--range-markers cuda-profiler | nvtx:NAME, --profile-from-start, --nvtx-include)
+// ----
 /// Like cudaProfilerStart / cudaProfilerStop.
 void profiler_start();
 void profiler_stop();

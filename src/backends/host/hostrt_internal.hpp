@@ -151,10 +151,15 @@ class Runtime {
   }
 
   std::shared_ptr<HostStream> stream(Stream id) {
+    if (id == kPerThreadStream) id = thread_stream();
     std::shared_lock lock(mu_);
     auto it = streams_.find(id);
     return it == streams_.end() ? nullptr : it->second;
   }
+
+  /// The calling thread's own stream of device 0 (kPerThreadStream), created on first use; 0 when
+  /// the runtime cannot start.
+  Stream thread_stream();
 
   Config config_;
   std::mutex init_mu_;

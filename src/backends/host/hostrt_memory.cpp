@@ -2,13 +2,14 @@
 // untracked, stream-ordered from a pool), frees, copies and memsets.
 //
 // Range replay (docs/design.md, "Range replay"): a memset, a copy into device memory (from the
-// same device or from host memory) and a device allocation or free the range's thread makes do not
-// close the open range. Each memory operation asks Engine::range_memory_begin; when it joins, the
-// call is submitted on its stream as pass 0 and a HostMemoryOp (the same work, with a host
-// source's bytes captured at the call) is handed to the range, which submits it again on every
-// later pass. An allocation is saved by the range as it is made (range_allocated); a free inside
-// the range is deferred (range_defer_free): the block is neither released nor put back into the
-// pool until the range's last pass ended, so no allocation made meanwhile can alias it.
+// same device or from host memory) and a device allocation or free do not close the open range
+// (from another thread than the range's, only on a stream all threads share). Each memory operation
+// asks Engine::range_memory_begin; when it joins, the call is submitted on its stream as pass 0 and
+// a HostMemoryOp (the same work, with a host source's bytes captured at the call) is handed to the
+// range, which submits it again on every later pass. An allocation is saved by the range as it is
+// made (range_allocated); a free inside the range is deferred (range_defer_free): the block is
+// neither released nor put back into the pool until the range's last pass ended, so no allocation
+// made meanwhile can alias it.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,7 +31,9 @@ namespace {
 
 constexpr size_t kAlign = 256;
 
-size_t rounded(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+size_t rounded(size_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
 
 /// A memory operation recorded into a range: the work again on its stream.
 class HostMemoryOp final : public device::MemoryOp {
@@ -79,7 +82,9 @@ int owner_of(const void* p) {
   return allocation_of(p, &a) ? a.device : -1;
 }
 
-int device_of(const void* p) { return std::max(owner_of(p), 0); }
+int device_of(const void* p) {
+  return std::max(owner_of(p), 0);
+}
 
 /// The devices a copy between @p dst and @p src involves: dst's (device 0 for host memory), and
 /// src's when it is another device's allocation (a peer copy), in ascending order. A peer copy
@@ -114,18 +119,19 @@ bool range_memory_kind(kreplay_memory_kind_t kind) {
   return kind == KREPLAY_MEMORY_KIND_DEVICE || kind == KREPLAY_MEMORY_KIND_POOL;
 }
 
-/// A memory operation on @p stream that writes [dst, dst + bytes): offered to the open range.
+/// A memory operation on @p s (the application named it @p handle) that writes [dst, dst + bytes):
+/// offered to the open range.
 /// With @p capture, @p src is host memory whose bytes are taken now. Returns true when the range
 /// took it (then it ran, as pass 0, and the range holds its copy; with @p sync the call waited for
 /// it); false when the caller goes on as for any memory call (a range that was open closed).
 bool offer_to_range(replay::Engine::MemoryCall::Kind kind, const std::shared_ptr<HostStream>& s,
-                    void* dst, const void* src, size_t bytes, std::function<void()> work,
-                    bool sync, const char* call) {
+                    Stream handle, void* dst, const void* src, size_t bytes,
+                    std::function<void()> work, bool sync, const char* call) {
   auto& engine = sdk::Runtime::get().engine();
   HostDevice* dev = rt().device(s->device());
   replay::Engine::MemoryCall op;
   op.kind = kind;
-  op.stream = s->id();
+  op.stream = handle;  // as the application named it, like a launch's (kPerThreadStream too)
   op.dst = reinterpret_cast<uint64_t>(dst);
   op.src = reinterpret_cast<uint64_t>(src);
   op.bytes = bytes;
@@ -135,9 +141,9 @@ bool offer_to_range(replay::Engine::MemoryCall::Kind kind, const std::shared_ptr
   auto recorded = std::make_unique<HostMemoryOp>(s, std::move(work));
   (void)recorded->submit();  // pass 0, the application's own
   if (sync) (void)recorded->wait(UINT32_MAX);
-  engine.range_memory_done(dev->agent, true,
-                           join == replay::Engine::MemoryJoin::kRecord ? std::move(recorded)
-                                                                       : nullptr);
+  engine.range_memory_done(
+      dev->agent, true,
+      join == replay::Engine::MemoryJoin::kRecord ? std::move(recorded) : nullptr);
   return true;
 }
 
@@ -216,8 +222,12 @@ Result<void*> allocate(size_t bytes, int device, bool tracked,
 
 }  // namespace
 
-Result<void*> malloc(size_t bytes, int device) { return allocate(bytes, device, true); }
-Result<void*> malloc_untracked(size_t bytes, int device) { return allocate(bytes, device, false); }
+Result<void*> malloc(size_t bytes, int device) {
+  return allocate(bytes, device, true);
+}
+Result<void*> malloc_untracked(size_t bytes, int device) {
+  return allocate(bytes, device, false);
+}
 Result<void*> malloc_host_mapped(size_t bytes, int device) {
   return allocate(bytes, device, true, KREPLAY_MEMORY_KIND_HOST_MAPPED);
 }
@@ -275,7 +285,8 @@ Status free_impl(void* ptr, Stream stream, const char* call) {
     a = it->second;
   }
   if (stream != 0 && a.kind != KREPLAY_MEMORY_KIND_POOL)
-    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "free_async of memory malloc_async did not give");
+    return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
+                 "free_async of memory malloc_async did not give");
   HostDevice* dev = rt().device(a.device);
   auto& engine = sdk::Runtime::get().engine();
   if (a.tracked && range_memory_kind(a.kind) &&
@@ -293,7 +304,9 @@ Status free_impl(void* ptr, Stream stream, const char* call) {
 
 }  // namespace
 
-Status free(void* ptr) { return free_impl(ptr, 0, "hostrt::free"); }
+Status free(void* ptr) {
+  return free_impl(ptr, 0, "hostrt::free");
+}
 
 Status free_async(void* ptr, Stream stream) {
   if (!rt().stream(stream)) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
@@ -306,7 +319,7 @@ namespace {
 /// or from host memory hostrt did not allocate; anything else (into host memory, between
 /// devices, from mapped or managed memory) is no memory call a range can hold (nullopt).
 std::optional<replay::Engine::MemoryCall::Kind> copy_kind(const void* dst, const void* src,
-                                                         int device) {
+                                                          int device) {
   Allocation d, s;
   if (!allocation_of(dst, &d) || d.device != device || !range_memory_kind(d.kind)) return {};
   if (!allocation_of(src, &s)) return replay::Engine::MemoryCall::Kind::kCopyHostToDevice;
@@ -332,8 +345,8 @@ Status memcpy(void* dst, const void* src, size_t bytes) {
   if (auto kind = copy_kind(dst, src, device)) {
     auto s = rt().stream(default_stream(device));
     const bool host = *kind == replay::Engine::MemoryCall::Kind::kCopyHostToDevice;
-    if (s && offer_to_range(*kind, s, dst, src, bytes, copy_work(dst, src, bytes, host), true,
-                            "hostrt::memcpy"))
+    if (s && offer_to_range(*kind, s, default_stream(device), dst, src, bytes,
+                            copy_work(dst, src, bytes, host), true, "hostrt::memcpy"))
       return Status::Ok();
   }
   std::vector<replay::Engine::MemoryGuard> guards;
@@ -348,9 +361,10 @@ Status memset(void* dst, int value, size_t bytes) {
   Allocation a;
   if (allocation_of(dst, &a) && range_memory_kind(a.kind)) {
     auto s = rt().stream(default_stream(device));
-    if (s && offer_to_range(replay::Engine::MemoryCall::Kind::kMemset, s, dst, nullptr, bytes,
-                            [dst, value, bytes] { std::memset(dst, value, bytes); }, true,
-                            "hostrt::memset"))
+    if (s &&
+        offer_to_range(
+            replay::Engine::MemoryCall::Kind::kMemset, s, default_stream(device), dst, nullptr,
+            bytes, [dst, value, bytes] { std::memset(dst, value, bytes); }, true, "hostrt::memset"))
       return Status::Ok();
   }
   HostDevice* dev = rt().device(device);
@@ -367,13 +381,12 @@ Status memset_async(void* dst, int value, size_t bytes, Stream stream) {
   auto work = [dst, value, bytes] { std::memset(dst, value, bytes); };
   Allocation a;
   if (allocation_of(dst, &a) && a.device == s->device() && range_memory_kind(a.kind) &&
-      offer_to_range(replay::Engine::MemoryCall::Kind::kMemset, s, dst, nullptr, bytes, work,
-                     false, "hostrt::memset_async"))
+      offer_to_range(replay::Engine::MemoryCall::Kind::kMemset, s, stream, dst, nullptr, bytes,
+                     work, false, "hostrt::memset_async"))
     return Status::Ok();
   std::vector<replay::Engine::MemoryGuard> guards;
-  RETURN_IF_ERROR(
-      guard_and_drain(copy_devices(dst, nullptr, s->device()), &guards, false,
-                      "hostrt::memset_async"));
+  RETURN_IF_ERROR(guard_and_drain(copy_devices(dst, nullptr, s->device()), &guards, false,
+                                  "hostrt::memset_async"));
   s->enqueue(work);
   return Status::Ok();
 }
@@ -384,8 +397,8 @@ Status memcpy_async(void* dst, const void* src, size_t bytes, Stream stream) {
   if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
   const bool from_host = owner_of(src) < 0;
   if (auto kind = copy_kind(dst, src, s->device())) {
-    if (offer_to_range(*kind, s, dst, src, bytes, copy_work(dst, src, bytes, from_host), false,
-                       "hostrt::memcpy_async"))
+    if (offer_to_range(*kind, s, stream, dst, src, bytes, copy_work(dst, src, bytes, from_host),
+                       false, "hostrt::memcpy_async"))
       return Status::Ok();
   }
   std::vector<replay::Engine::MemoryGuard> guards;
