@@ -160,6 +160,13 @@ typedef struct kreplay_callback_tracing_range_replay_data_t {
    * in the graph's order (as in kreplay_callback_tracing_kernel_replay_data_t); 0 otherwise */
   uint64_t graph_id;
   uint64_t graph_node;
+
+  /* [CONFIG ENTER] set by the tool: nonzero keeps the range to the thread that opened it, so that
+   * a launch or memory call of another thread closes it (KREPLAY_RANGE_CLOSE_OTHER_THREAD). By
+   * default other threads' work on a stream all threads share joins the range; a tool whose
+   * selection depends on the calling thread (NVTX ranges are per thread) sets this so that no
+   * range holds launches of both sides of a selection. */
+  int thread_bound;
 } kreplay_callback_tracing_range_replay_data_t;
 
 /** @brief What a synchronization does to an open range. */

@@ -335,6 +335,8 @@ struct RangeState {
   /// The first launch's Launch::context_key(): a launch in another context closes the range (its
   /// passes run under one Device::bind_launch_context).
   uint64_t context = 0;
+  /// A tool asked (CONFIG ENTER, thread_bound) that only owner_thread's work join.
+  bool thread_bound = false;
   kreplay_correlation_id_t correlation{};
   kreplay_range_replay_pass_count_cb_t pass_count = nullptr;
   kreplay_range_replay_continue_cb_t replay_continue = nullptr;

@@ -310,7 +310,7 @@ kreplay_range_close_reason_t Engine::range_thread_blocker(const DeviceSlot& slot
   // call holds the range from before the application's call until after it returned, so the
   // range's order on a shared stream is the stream's own order.
   if (r.owner_thread == thread_id()) return KREPLAY_RANGE_CLOSE_NONE;
-  return slot.device->thread_stream(stream) || slot.device->thread_stream(r.stream)
+  return r.thread_bound || slot.device->thread_stream(stream) || slot.device->thread_stream(r.stream)
              ? KREPLAY_RANGE_CLOSE_OTHER_THREAD
              : KREPLAY_RANGE_CLOSE_NONE;
 }

@@ -66,7 +66,7 @@ struct HookData {
   std::vector<Armed> armed;
   std::vector<device::CounterSet*> sets;
   std::vector<kreplay_counter_record_t> records;
-  Status lost;  ///< the counters armed for this pass could not be collected
+  Status lost;              ///< the counters armed for this pass could not be collected
   PassServiceRun services;  ///< the per-pass services of this pass
 };
 
@@ -86,17 +86,25 @@ HookData* acquire_hook_data() {
   return d;
 }
 
-void release_hook_data(HookData* d) { hook_free_list().emplace_back(d); }
+void release_hook_data(HookData* d) {
+  hook_free_list().emplace_back(d);
+}
 
 }  // namespace
 
 SdkHooks::SdkHooks(Runtime& rt) : rt_(rt) {}
 
-bool SdkHooks::any_dispatch_service() { return rt_.registry().any_dispatch_level_active(); }
+bool SdkHooks::any_dispatch_service() {
+  return rt_.registry().any_dispatch_level_active();
+}
 
-bool SdkHooks::replay_configured() { return rt_.registry().replay_context() != nullptr; }
+bool SdkHooks::replay_configured() {
+  return rt_.registry().replay_context() != nullptr;
+}
 
-std::vector<uint64_t> SdkHooks::active_contexts() { return rt_.registry().active_handles(); }
+std::vector<uint64_t> SdkHooks::active_contexts() {
+  return rt_.registry().active_handles();
+}
 
 void SdkHooks::config_enter(replay::DispatchState& st) {
   Context* c = rt_.registry().replay_context();
@@ -203,9 +211,9 @@ bool SdkHooks::before_submit(replay::DispatchState& st) {
       payload.dispatch_info = st.info;
       payload.replay_pass = st.pass;
       kreplay_user_data_t ud{};
-      auto rec = make_record(c, st, KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH,
-                             KREPLAY_KERNEL_DISPATCH_EXECUTE, KREPLAY_CALLBACK_PHASE_ENTER,
-                             &payload);
+      auto rec =
+          make_record(c, st, KREPLAY_CALLBACK_TRACING_KERNEL_DISPATCH,
+                      KREPLAY_KERNEL_DISPATCH_EXECUTE, KREPLAY_CALLBACK_PHASE_ENTER, &payload);
       guarded("KERNEL_DISPATCH", [&] { dsub.callback(rec, &ud, dsub.args); });
       d->traced.push_back({&c, ud});
     }
@@ -233,8 +241,9 @@ bool SdkHooks::before_submit(replay::DispatchState& st) {
       if (config.handle != 0) {
         const ConfigEntry* e = rt_.counters().config(config.handle);
         if (e == nullptr || e->agent != st.info.agent_id.handle) {
-          KR_WARN_ONCE("bad-config", "a tool picked a counter config that does not exist or is "
-                                     "for another agent; nothing is counted for that pass");
+          KR_WARN_ONCE("bad-config",
+                       "a tool picked a counter config that does not exist or is "
+                       "for another agent; nothing is counted for that pass");
         } else {
           d->armed.push_back({&c, ud, e});
           d->sets.push_back(e->set.get());
@@ -273,8 +282,7 @@ bool SdkHooks::before_submit(replay::DispatchState& st) {
   }
   if (!d->sets.empty() && !st.in_range) {
     const AgentEntry* agent = rt_.agent(st.info.agent_id.handle);
-    device::CounterBackend* backend =
-        agent && agent->device ? agent->device->counters() : nullptr;
+    device::CounterBackend* backend = agent && agent->device ? agent->device->counters() : nullptr;
     Status s = backend ? backend->begin_pass(*st.launch, d->sets)
                        : Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "the agent has no counters");
     if (!s.ok()) {
@@ -457,6 +465,7 @@ void SdkHooks::deliver_range(replay::RangeState& r, uint32_t op, kreplay_callbac
     guarded("range CONFIG", [&] { sub.callback(rec, &user_data, sub.args); });
     r.pass_count = payload.replay_pass_count;
     r.replay_continue = payload.replay_continue;
+    r.thread_bound = r.thread_bound || payload.thread_bound != 0;
     r.user_data = user_data;
     r.config_fired = true;
     return;

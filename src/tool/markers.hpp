@@ -23,6 +23,9 @@ class MarkerSelection {
 
   /// Whether the selection needs the markers at all.
   bool active() const { return active_; }
+  /// Whether the verdict depends on the calling thread (NVTX ranges are per thread; profiler
+  /// start/stop is the process's).
+  bool per_thread() const { return active_ && !nvtx_.empty(); }
   /// Subscribe to MARKER on a context of its own and start it (during the tool's initialize).
   /// @p split_ranges: range replay, close ranges where the verdict changes.
   bool subscribe(bool split_ranges);

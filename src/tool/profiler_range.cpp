@@ -13,7 +13,9 @@
 namespace kreplay::tool {
 
 namespace {
-uint64_t range_one_pass_cb(kreplay_range_info_t, kreplay_user_data_t) { return 1; }
+uint64_t range_one_pass_cb(kreplay_range_info_t, kreplay_user_data_t) {
+  return 1;
+}
 }  // namespace
 
 uint64_t Profiler::range_pass_count(const kreplay_range_info_t& info) {
@@ -31,10 +33,14 @@ void Profiler::on_range_config_enter(kreplay_callback_tracing_range_replay_data_
   // where the selection changes (tool/markers.hpp), so none of its launches can be selected, and
   // it needs no snapshot.
   if (plan) {
-    const bool outside = markers && markers->verdict(thread_id()) !=
-                                        config::KernelFilter::Markers::kSelected;
+    const bool outside =
+        markers && markers->verdict(thread_id()) != config::KernelFilter::Markers::kSelected;
     p.replay_pass_count = outside ? &range_one_pass_cb : &range_pass_count_cb;
   }
+  // An NVTX selection's verdict is the calling thread's: another thread's launch may sit on the
+  // other side of it, so it closes the range rather than join a range whose pass count was chosen
+  // for this thread.
+  if (markers && markers->per_thread()) p.thread_bound = 1;
 }
 
 void Profiler::on_range_launch(kreplay_callback_tracing_range_replay_data_t& p,

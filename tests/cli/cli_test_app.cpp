@@ -39,14 +39,16 @@
 // last): push:NAME / pop (NVTX push/pop, default domain), push:D@NAME / pop:D (domain D),
 // start:NAME / end:NAME (NVTX start/end; start:D@NAME for domain D), pstart / pstop (profiler
 // start/stop), and thread-push:NAME / thread-start:NAME (the same from another thread, which
-// then exits: its push/pop stack is its own, a start/end range is the process's).
+// then exits: its push/pop stack is its own, a start/end range is the process's), and
+// thread-launch (one more launch of bump, into a buffer of its own, from another thread on the
+// app's stream: a dispatch of its own before launch K).
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <map>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -111,7 +113,8 @@ T check(kreplay::Result<T> r, const char* what) {
   std::fprintf(stderr,
                "cli-test-app: %s\nusage: kreplay-cli-test-app [--launches N] [--sleep-ms MS] "
                "[--exit-code C] [--die term|segv|abort|kill --after K] [--untracked-from K] "
-               "[--two-kernels] [--sync-every S] [--read-every S] [--memset-every S] [--profiler A B] [--nvtx NAME A "
+               "[--two-kernels] [--sync-every S] [--read-every S] [--memset-every S] [--profiler A "
+               "B] [--nvtx NAME A "
                "B] [--hang-after K] "
                "[--stamp] [--device D] [--peer] [--mark K ACTION]...\n",
                why);
@@ -120,6 +123,10 @@ T check(kreplay::Result<T> r, const char* what) {
 
 // --mark ACTION: see the top of the file.
 std::map<std::string, uint64_t> g_started;  // start:NAME -> id
+hostrt::Kernel g_bump = 0;                  // for thread-launch
+hostrt::Stream g_stream = 0;
+uint32_t* g_thread_buffer = nullptr;
+uint32_t g_thread_launches = 0;  // bump's module-scope launch count counts them too
 
 void mark_action(const std::string& action) {
   auto arg = [&](size_t prefix) { return action.substr(prefix); };
@@ -144,6 +151,14 @@ void mark_action(const std::string& action) {
     hostrt::profiler_start();
   } else if (action == "pstop") {
     hostrt::profiler_stop();
+  } else if (action == "thread-launch") {
+    std::thread([] {
+      if (!hostrt::launch_args(g_bump, {1}, {32}, g_stream, g_thread_buffer, 32u).ok()) {
+        std::fprintf(stderr, "cli-test-app: the other thread's launch failed\n");
+        std::exit(1);
+      }
+    }).join();
+    ++g_thread_launches;
   } else if (action.rfind("thread-", 0) == 0) {
     std::thread([a = arg(7)] { mark_action(a); }).join();
   } else {
@@ -262,10 +277,13 @@ int main(int argc, char** argv) {
   auto* z = static_cast<uint32_t*>(
       check(hostrt::malloc(sizeof(uint32_t), static_cast<int>(device)), "malloc z"));
   const hostrt::Stream stream = check(hostrt::stream_create(static_cast<int>(device)), "stream");
+  g_bump = k_bump;
+  g_stream = stream;
+  g_thread_buffer = static_cast<uint32_t*>(
+      check(hostrt::malloc(32 * sizeof(uint32_t), static_cast<int>(device)), "malloc t"));
   // --memset-every K: after every K-th launch, w's bytes are set to the launch's number (an
   // asynchronous memset on the app's stream: inside a range it joins the range).
-  auto* w = static_cast<uint8_t*>(
-      check(hostrt::malloc(kN, static_cast<int>(device)), "malloc w"));
+  auto* w = static_cast<uint8_t*>(check(hostrt::malloc(kN, static_cast<int>(device)), "malloc w"));
   uint8_t w_expected = 0;
   check(hostrt::memset(w, 0, kN), "clear w");
 
@@ -349,8 +367,9 @@ int main(int argc, char** argv) {
       break;
     }
   }
-  if (count != launches) {
-    std::printf("cli-test-app: launch_count = %u, expected %u\n", count, launches);
+  if (count != launches + g_thread_launches) {
+    std::printf("cli-test-app: launch_count = %u, expected %u\n", count,
+                launches + g_thread_launches);
     ++failures;
   }
   check(hostrt::stream_destroy(stream), "destroy stream");

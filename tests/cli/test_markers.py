@@ -94,6 +94,23 @@ class Markers(e2e.KreplayTestCase):
                             modes=("kernel", "range"))
         self.check_selected(["--nvtx-include", "step/"], layout, 6, [], modes=("kernel",))
 
+    def test_another_threads_launch_stays_on_its_side_of_the_selection(self):
+        # The main thread pushes step before its launch 2 and pops before 4; another thread
+        # launches on the same stream just after the push (dispatch 2, outside: its own push/pop
+        # stack is empty). In range replay another thread's work on a shared stream may join a
+        # range, but an NVTX selection is per thread: the main thread's selected launches
+        # (dispatches 3 and 4) must not join the other thread's range of one pass, or they would
+        # not be replayed (seen on an H100 with PyTorch's autograd thread).
+        layout = marks((2, "push:step"), (2, "thread-launch"), (4, "pop"))
+        for mode in ("kernel", "range"):
+            r, db = self.profile(["--nvtx-include", "step/"], layout + ["--launches", "5"], mode)
+            (t,) = e2e.tally(r)
+            self.assertEqual((t["launches"], t["replayed"], t["not_selected"]), (6, 2, 4),
+                             "{}: {}".format(mode, r))
+            rows = e2e.rows(db, "SELECT dispatch_id, outcome FROM dispatches ORDER BY dispatch_id")
+            self.assertEqual([(row["dispatch_id"], row["outcome"]) for row in rows],
+                             [(3, "replayed"), (4, "replayed")], mode)
+
     # ---- NVTX start/end -----------------------------------------------------------------------
 
     def test_start_end_ranges_are_the_processes(self):

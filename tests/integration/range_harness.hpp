@@ -57,6 +57,7 @@ struct State {
   /// Which dispatches the counting callback gives `config` (unset: all).
   std::function<bool(const kreplay_kernel_dispatch_info_t&)> count_if;
   std::function<void(const kreplay_callback_tracing_range_replay_data_t&)> on_pass_enter;
+  bool thread_bound = false;  ///< CONFIG ENTER sets thread_bound
   kreplay_counter_config_id_t config{};
   kreplay_context_id_t range_ctx{}, trace_ctx{}, count_ctx{};
   kreplay_status_t second = KREPLAY_STATUS_SUCCESS;
@@ -73,6 +74,7 @@ struct State {
     select = nullptr;
     count_if = nullptr;
     on_pass_enter = nullptr;
+    thread_bound = false;
     config = {};
   }
   std::vector<RangeEvent> exits() {
@@ -105,6 +107,7 @@ void on_range(kreplay_callback_tracing_record_t rec, kreplay_user_data_t*, void*
   if (rec.operation == KREPLAY_RANGE_REPLAY_CONFIG && rec.phase == KREPLAY_CALLBACK_PHASE_ENTER) {
     EXPECT_EQ(p->range.launch_count, 0u);
     p->replay_pass_count = &pass_count;
+    if (S().thread_bound) p->thread_bound = 1;
   }
   if (rec.operation == KREPLAY_RANGE_REPLAY_LAUNCH && S().select)
     p->launch_selected = S().select(p->dispatch_info) ? 1 : 0;
