@@ -121,6 +121,24 @@ TEST_F(Range, AnotherThreadsLaunchOnTheRangesStreamJoinsIt) {
   EXPECT_EQ(*g_counter, 3u);
 }
 
+// A tool whose selection depends on the thread (the profiler's NVTX include) keeps each range to
+// its thread: another thread's launch, even on the range's stream, closes it.
+TEST_F(Range, AThreadBoundRangeClosesAtAnotherThreadsLaunch) {
+  S().thread_bound = true;
+  float* x = buffer(256, 0.5f);
+  float* y = buffer(256, 0.5f);
+  update(x, 256);
+  std::thread t([&] { update(y, 256); });
+  t.join();
+  EXPECT_EQ(read(x, 3), expect(0.5f + 0.003f, 1));
+  EXPECT_EQ(read(y, 3), expect(0.5f + 0.003f, 1));
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER_THREAD);
+  EXPECT_EQ(exits[0].outcome.launches, 1u);
+  EXPECT_EQ(exits[1].outcome.launches, 1u);
+}
+
 // Another thread's launch on a stream of its own is not ordered with the range's.
 TEST_F(Range, AnotherThreadsLaunchOnAnotherStreamClosesTheRange) {
   float* x = buffer(256, 0.5f);
@@ -260,6 +278,7 @@ TEST_F(Range, ACollectiveKernelClosesTheRangeAndRunsOnce) {
 TEST_F(Range, ADeviceHeapKernelIsARangeOfItsOwn) {
   for (bool restorable : {true, false}) {
     S().reset();
+    hr::testing::set_heap_set_up(true);  // (the first heap launch runs once: heap_contract_test)
     hr::testing::set_heap_restorable(restorable);
     float* x = buffer(256, 0.5f);
     update(x, 256);

@@ -89,6 +89,11 @@ Result<uint64_t> HostDevice::save_heap() {
     return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE,
                  "this host device was told it cannot save its device heap");
   }
+  if (!heap_set_up_.exchange(true)) {
+    return Error(KREPLAY_STATUS_ERROR_NOT_INITIALIZED,
+                 "the device heap is set up by the first launch that uses it, which runs once (as "
+                 "a CUDA context's)");
+  }
   auto region = heap()->region();
   std::lock_guard lock(heap_mu_);
   heap_saved_.assign(region.begin(), region.end());

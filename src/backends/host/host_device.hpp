@@ -110,6 +110,7 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   bool thread_stream(uint64_t stream) const override { return stream == kPerThreadStream; }
   DeviceHeap* heap();  ///< created on first use (KREPLAY_HOST_HEAP bytes, default 1 MiB)
   void set_heap_restorable(bool v) { heap_restorable_ = v; }
+  void set_heap_set_up(bool v) { heap_set_up_ = v; }
   void skip_heap_restore(bool v) { skip_heap_restore_ = v; }
   /// The host device has no caches: it counts the flushes and models what they leave (for tests:
   /// hostrt::testing). Like CUDA's flush, which is a kernel, one made while a range counter
@@ -206,6 +207,9 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   std::mutex heap_mu_;
   std::vector<std::byte> heap_saved_;  ///< guarded by heap_mu_
   std::atomic<bool> heap_restorable_{true}, skip_heap_restore_{false};
+  /// Whether a launch set the heap up already: as a CUDA context's, the heap is set up by the
+  /// first launch that uses it, which nothing before it can save (save_heap).
+  std::atomic<bool> heap_set_up_{false};
 };
 
 /// What the host device executes as one submission: a kernel launch or a graph launch.

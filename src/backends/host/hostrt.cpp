@@ -261,6 +261,9 @@ void set_heap_restorable(bool restorable, int device) {
   if (rt().ensure().ok() && rt().device(device))
     rt().device(device)->set_heap_restorable(restorable);
 }
+void set_heap_set_up(bool set_up, int device) {
+  if (rt().ensure().ok() && rt().device(device)) rt().device(device)->set_heap_set_up(set_up);
+}
 void skip_heap_restore(bool skip, int device) {
   if (rt().ensure().ok() && rt().device(device)) rt().device(device)->skip_heap_restore(skip);
 }

@@ -266,6 +266,9 @@ uint64_t agent_of(int device = 0);
 /// allocations now.
 void set_heap_restorable(bool restorable, int device = 0);
 void skip_heap_restore(bool skip, int device = 0);
+/// Whether a launch set the device heap up already (false: the next heap launch is the first,
+/// runs once, and sets it up, as in a new CUDA context).
+void set_heap_set_up(bool set_up, int device = 0);
 size_t heap_live_allocations(int device = 0);
 /// Cache flushes the engine asked @p device for (Device::flush_caches): all of them, those made
 /// while a kernel ran, per kernel submission (in order) the flushes since the previous one, and
