@@ -484,6 +484,12 @@ kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& 
       r.ws.predicted = true;
     }
   }
+  // A write-bounded range is predicted from ranges that opened with the same launch. One that
+  // holds two threads' launches varies with how their calls interleave (PyTorch's backward follows
+  // the forward on its autograd thread) and repeats less: on an H100, torch_bigpool's ranges
+  // replayed 20.6% of the launches after each kernel's first with both threads in them against
+  // 80.7% with one (bench/RESULTS.md, seventeenth session). So it keeps to its thread.
+  r.thread_bound = true;
   if (Status s = take_baseline(slot, r.ws); !s.ok()) {
     KR_WARN("range {} not replayed: the digests of its device's memory failed: {}", r.info.range_id,
             s.message());

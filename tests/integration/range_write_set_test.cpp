@@ -2,6 +2,7 @@
 // holds more than a snapshot could copy runs once the first time (WRITE_SET_UNKNOWN) while
 // kreplay learns what its launches write; a later range opening with the same launch saves only
 // that and is replayed; one that writes elsewhere is caught by the digests and runs once.
+#include <thread>
 #include <vector>
 
 #include "range_harness.hpp"
@@ -67,6 +68,24 @@ TEST_F(RangeWriteSets, AFirstRangeLearnsAndTheNextSavesOnlyWhatItWrote) {
   EXPECT_EQ(second.bytes_snapshotted, 3 * kChunk + 4);
   EXPECT_EQ(read(x), expect(v, 4));
   EXPECT_EQ(*g_counter, 4u);
+}
+
+// A write-bounded range keeps to its thread: another thread's launch on its stream closes it (a
+// range of both threads' launches repeats less, so its write set is predicted less often).
+TEST_F(RangeWriteSets, AWriteBoundedRangeClosesAtAnotherThreadsLaunch) {
+  float* x = arena_ + 5 * kFloatsPerChunk;
+  float* y = arena_ + 9 * kFloatsPerChunk;
+  const float v = x[7], w = y[7];
+  update(x, kFloatsPerChunk);
+  std::thread t([&] { update(y, kFloatsPerChunk); });
+  t.join();
+  EXPECT_EQ(read(x), expect(v, 1));
+  EXPECT_EQ(read(y), expect(w, 1));
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[0].outcome.snapshot_mode, KREPLAY_SNAPSHOT_MODE_WRITE_SET);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_OTHER_THREAD);
+  EXPECT_EQ(exits[0].outcome.launches, 1u);
 }
 
 TEST_F(RangeWriteSets, ARangeThatWritesElsewhereIsCaughtAndRunsOnce) {
