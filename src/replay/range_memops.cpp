@@ -101,8 +101,13 @@ bool Engine::range_takes_memory_calls(const RangeState& r) const {
   // Another thread's memory call closes the range as it always did (reason MEMORY). Declined,
   // probing and whole-graph ranges close at their launch's exit: none is open here, but should
   // one be, it takes nothing more.
+  // A write-bounded range is predicted from ranges that opened with the same launch: one that ran
+  // through the memory calls between a decode loop's steps ended only at the launch limit, at a
+  // different place in the loop each time, and never repeated (on an H100 kv_decode's ranges then
+  // replayed none of its launches, against 97.1% when memory calls closed them: bench/RESULTS.md,
+  // seventeenth session). Its memory calls close it, as its other threads' calls do.
   return range_options().join_memory && r.declined == KREPLAY_DECLINE_REASON_NONE && !r.probe &&
-         !r.whole_graph;
+         !r.whole_graph && r.ws.kind != SaveKind::kWriteSet;
 }
 
 kreplay_range_close_reason_t Engine::memop_blocker(const DeviceSlot& slot, const RangeState& r,
