@@ -1,7 +1,8 @@
 # libkreplay_cuda.so: the injection library (CUDA_INJECTION64_PATH or LD_PRELOAD) holding the CUDA
 # backend. Included from CMakeLists.txt when CUDA and CUPTI are found.
 
-add_library(kreplay_cuda_symbols STATIC module_symbols.cpp vmm_tracker.cpp disassembly.cpp)
+add_library(kreplay_cuda_symbols STATIC module_symbols.cpp vmm_tracker.cpp disassembly.cpp
+            range_call_names.cpp)
 target_include_directories(kreplay_cuda_symbols PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 target_link_libraries(kreplay_cuda_symbols PUBLIC kreplay_common ${KREPLAY_ELF_SHARED}
                       PRIVATE kreplay_build_flags)
@@ -10,7 +11,7 @@ add_library(kreplay_cuda SHARED cuda_backend.cpp device_heap.cpp cuda_counters.c
             services/cupti_service.cpp services/pc_sampling.cpp services/sass_metrics.cpp
             services/pm_sampling.cpp
             ${CMAKE_CURRENT_SOURCE_DIR}/module_symbols.cpp ${CMAKE_CURRENT_SOURCE_DIR}/vmm_tracker.cpp
-            ${CMAKE_CURRENT_SOURCE_DIR}/disassembly.cpp)
+            ${CMAKE_CURRENT_SOURCE_DIR}/disassembly.cpp ${CMAKE_CURRENT_SOURCE_DIR}/range_call_names.cpp)
 target_include_directories(kreplay_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
 target_link_libraries(kreplay_cuda PRIVATE kreplay_sdk_internal kreplay_cuda_memory CUDA::cuda_driver
                       CUDA::cupti ${KREPLAY_ELF_SHARED} kreplay_build_flags)
@@ -38,6 +39,8 @@ if(TARGET cuda_module_symbols_test)
 endif()
 kreplay_add_unit_test(cuda_vmm_tracker_test SOURCES vmm_tracker_test.cpp LIBS kreplay_cuda_symbols)
 kreplay_add_unit_test(cuda_disassembly_test SOURCES disassembly_test.cpp LIBS kreplay_cuda_symbols)
+kreplay_add_unit_test(cuda_range_call_names_test SOURCES range_call_names_test.cpp
+                      LIBS kreplay_cuda_symbols)
 if(TARGET cuda_disassembly_test)
   target_compile_definitions(cuda_disassembly_test PRIVATE
     KREPLAY_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/testdata")
