@@ -268,6 +268,14 @@ Status RangeProfiler::begin() {
     return Error(KREPLAY_STATUS_ERROR, "begin() before configure()");
   }
   if (in_pass_) return Error(KREPLAY_STATUS_ERROR, "begin() inside a pass");
+  if (config_used_ && passes_done_ > 0 && !all_submitted_) {
+    // The collection before was left before its last pass (a range that ran one pass, or a
+    // learning run, counted with a set of more). On an H100 (2026-12-07) the next collection on
+    // the same object then reported every pass submitted after its first, and its second start()
+    // failed: the range's later passes lost their counters. A fresh object starts from pass 0.
+    RETURN_IF_ERROR(disable());
+    RETURN_IF_ERROR(enable());
+  }
   auto init = KR_CUPTI_PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params);
   init.pRangeProfilerObject = object_;
   init.counterDataSize = counter_data_.size();

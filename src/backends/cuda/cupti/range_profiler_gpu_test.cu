@@ -220,6 +220,38 @@ TEST_F(RangeProfilerGpu, AutoRangeStreamingReadMatchesBytesAndIsRepeatable) {
   CUDA_OK(cudaFree(out));
 }
 
+// A collection left after its first pass (a range of one pass, a learning run) must not leave
+// the next collection short: it takes every pass again and its values are whole.
+TEST_F(RangeProfilerGpu, ACollectionLeftMidwayDoesNotShortenTheNext) {
+  float4* in = nullptr;
+  float* out = nullptr;
+  const size_t bytes = 64 * kMiB;
+  CUDA_OK(cudaMalloc(&in, bytes));
+  CUDA_OK(cudaMalloc(&out, sizeof(float)));
+  CUDA_OK(cudaMemset(in, 0, bytes));
+  const std::vector<std::string> metrics = {"dram__bytes_read.sum", "smsp__inst_executed.sum",
+                                            "lts__t_sector_hit_rate.pct",
+                                            "lts__throughput.avg.pct_of_peak_sustained_elapsed"};
+  KR_OK(rp_->configure(metrics, RangeMode::kAuto, 4));
+  ASSERT_GE(rp_->pass_count(), 2u);
+  auto launch = [&] { stream_read<<<blocks_, 256>>>(in, bytes / 16, out); };
+  KR_OK(rp_->begin());  // one pass of several, then left
+  KR_OK(rp_->start());
+  launch();
+  CUDA_OK(cudaDeviceSynchronize());
+  auto first = rp_->stop();
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_FALSE(first->all_passes_submitted);
+  std::vector<RangeValues> ranges;
+  size_t passes = 0;
+  ASSERT_NO_FATAL_FAILURE(collect([](size_t) {}, launch, &ranges, &passes));
+  EXPECT_EQ(passes, rp_->pass_count());
+  ASSERT_EQ(ranges.size(), 1u);
+  for (double x : ranges[0].values) EXPECT_TRUE(std::isfinite(x));
+  CUDA_OK(cudaFree(in));
+  CUDA_OK(cudaFree(out));
+}
+
 TEST_F(RangeProfilerGpu, UserRangesNameEachKernel) {
   const size_t a_bytes = 256 * kMiB;
   const size_t b_bytes = 128 * kMiB;
