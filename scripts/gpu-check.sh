@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite multigpu writeset writesetbench nvtxsel pcbisect pcprobe pcorder pcstart pcfix heapprobe freeprobe rangefree modload rangespan real apicost warmstart. (nccl and multigpu need two
+# services servicesbench servicesuite multigpu writeset writesetbench nvtxsel pcbisect pcprobe pcorder pcstart pcfix heapprobe freeprobe rangefree modload convlazy rangespan real apicost warmstart. (nccl and multigpu need two
 # GPUs; with one nccl says SKIP and multigpu checks its programs on the one.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -701,6 +701,19 @@ PY
       | tee -a "$O/summary.txt"
     sed -n '/^real: wall s per mode/,$p' "$W/real.log" | tee -a "$O/summary.txt"
     [[ -f $W/real/real.json ]] && cp "$W/real/real.json" "$O/real.json"
+    ;;
+  convlazy)  # issue 30 item 6: cuda-samples' convolutionFFT2D (the crash eager loading is forced for)
+             # under the 10-pass set, 30 launches, with lazy and with the command's (eager) loading
+    B=$(cd "${KREPLAY_SAMPLES_BIN:-.peer/samples-build/bin}" && pwd)
+    for c in "kernel LAZY" "range LAZY" "kernel default" "range default"; do
+      read -r m l <<<"$c"
+      loading=()
+      [[ $l == LAZY ]] && loading=(CUDA_MODULE_LOADING=LAZY)
+      (cd "$B/_own/convolutionFFT2D" 2>/dev/null || cd "$B" || exit
+       step "convlazy_${m}_$l" 120 env "${loading[@]}" "$K" --metrics "$TEN" \
+         --replay-mode "$m" --launch-count 30 -d "$W/convlazy_${m}_$l" -o run -- "$B/convolutionFFT2D")
+      note "convlazy $m $l: $(grep -hE "launches:|Test Summary|killed by signal" "$W/convlazy_${m}_$l.log" | tr '\n' ' ' | cut -c1-220)"
+    done
     ;;
   peer)  # NVIDIA's cuda-samples (scripts/cuda-samples.sh), modes from KREPLAY_PEER_MODES (all four)
     # shellcheck disable=SC2086
