@@ -185,6 +185,27 @@ def masked(lines):
     return sorted({NUMBER.sub("#", l) for l in lines})
 
 
+def crash_summary(text):
+    """'crash' and where: the first frame of kreplay's backtrace inside kreplay (else the first
+    after libc's signal frame), and the last kreplay warning or error before it, so that a summary
+    line says what happened even where the per-sample logs are not kept."""
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines) if "crashed; backtrace" in l)
+    frames = []
+    for l in lines[start + 1:]:
+        if not l.startswith("==KREPLAY==   "):
+            break
+        frames.append(l[len("==KREPLAY=="):].strip())
+    frame = next((f for f in frames if "libkreplay" in f), frames[1] if len(frames) > 1 else "")
+    frame = frame.rsplit("/", 1)[-1][:90]
+    said = [l for l in lines[:start] if l.startswith("==KREPLAY== warning") or
+            l.startswith("==KREPLAY== error")]
+    out = "crash" + (f" in {frame}" if frame else "")
+    if said:
+        out += f" after: {said[-1][len('==KREPLAY== '):][:90]}"
+    return out
+
+
 def judge(mode, rc, text, native_verdicts):
     """(ok, detail, replayed, declined) for one run."""
     why = []
@@ -194,7 +215,7 @@ def judge(mode, rc, text, native_verdicts):
     if fail is not None:
         why.append(f"failure line: {fail.strip()[:80]}")
     if "crashed; backtrace" in text:
-        why.append("crash")
+        why.append(crash_summary(text))
     if native_verdicts is not None and rc == 0:
         got = masked(verdicts(text))
         want = masked(native_verdicts)

@@ -40,6 +40,19 @@ class Judge(unittest.TestCase):
         self.assertFalse(runner.judge("kernel", 0, "Test FAILED\n", [])[0])
         self.assertIn("timed out", runner.judge("kernel", "timeout", "", None)[1])
 
+    def test_a_crash_says_where(self):
+        text = ("==KREPLAY== warning: range 3 pass 1: counters not collected\n"
+                "==KREPLAY== the application crashed; backtrace:\n"
+                "==KREPLAY==   /lib/x86_64-linux-gnu/libc.so.6(+0x45330)[0x7f]\n"
+                "==KREPLAY==   /usr/local/nvidia/lib64/libcuda.so.1(+0x4b84d6)[0x7f]\n"
+                "==KREPLAY==   /d/lib/libkreplay_cuda.so(_ZN7kreplay4cuda10CudaLaunch8relaunchEv+0x170)"
+                "[0x7f]\n==KREPLAY== 30 launches: 28 replayed (280 passes), 0 declined, "
+                "0 not selected\n")
+        ok, why, _, _ = runner.judge("range", -11, text, None)
+        self.assertFalse(ok)
+        self.assertIn("crash in libkreplay_cuda.so(_ZN7kreplay4cuda10CudaLaunch8relaunchEv", why)
+        self.assertIn("after: warning: range 3 pass 1", why)
+
     def test_long_samples_get_a_longer_limit(self):
         self.assertEqual(runner.limit(60, "kernel", None), 60)
         self.assertEqual(runner.limit(60, "kernel", 1.0), 60)
