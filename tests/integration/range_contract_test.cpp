@@ -252,6 +252,37 @@ TEST_F(Range, ACopyWhileARangeIsBeingOpenedWaitsForTheRange) {
   EXPECT_EQ(exits[0].outcome.passes_executed, 3u);
 }
 
+// CUDA_MODULE_LOADING=LAZY: a module is loaded, and its variables come to exist, at the first
+// launch of one of its kernels. That load closes the open range first: its snapshot does not hold
+// the new variables, so each later pass would add to what the pass before wrote there.
+uint32_t* g_lazy_counter = nullptr;
+void k_lazy_count(hr::ThreadContext& t) {
+  if (t.global_thread_id() == 0) t.atomic_add(g_lazy_counter, 1u);
+}
+
+TEST_F(Range, ALazilyLoadedModuleClosesTheRangeBeforeItsVariablesExist) {
+  hr::ModuleDesc d{
+      "range_lazy_module", {{"_Z10lazy_countv", k_lazy_count, {}}}, {{"lazy_counter", 4, {}}}};
+  d.lazy = true;
+  auto m = hr::load_module(d);
+  ASSERT_TRUE(m.ok());
+  g_lazy_counter = static_cast<uint32_t*>(*hr::testing::module_global(*m, "lazy_counter"));
+  const hr::Kernel count = *hr::get_kernel(*m, "_Z10lazy_countv");
+  float* x = buffer(256, 0.5f);
+  update(x, 256);                                                    // opens a range
+  ASSERT_TRUE(hr::launch(count, {1}, {32}, stream_, nullptr).ok());  // loads the module
+  update(x, 256);
+  EXPECT_EQ(read(x, 3), expect(0.5f + 0.003f, 2));
+  EXPECT_EQ(*g_lazy_counter, 1u);  // 3 when a range's passes bumped it past its snapshot
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_MODULE);
+  EXPECT_EQ(exits[0].close_call, "hostrt: lazy module load");
+  EXPECT_EQ(exits[0].outcome.launches, 1u);
+  EXPECT_EQ(exits[1].outcome.launches, 2u);
+  EXPECT_EQ(exits[1].outcome.passes_executed, 3u);
+}
+
 // A collective communication kernel (NCCL) closes the open range and runs once, outside any range:
 // replaying it would wait for peers that do not replay.
 TEST_F(Range, ACollectiveKernelClosesTheRangeAndRunsOnce) {

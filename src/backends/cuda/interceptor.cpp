@@ -269,6 +269,22 @@ FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
     auto it = state().funcs.find(f);
     if (it != state().funcs.end()) return it->second.get();
   }
+  // Lazy loading (CUDA_MODULE_LOADING=LAZY, CUDA 13's default): a kernel not loaded yet is loaded
+  // by the queries below, its module's variables with it. A module load closes the open range
+  // first: the variables are memory the range's snapshot does not hold (a later pass would add to
+  // what an earlier one wrote there), and CUPTI patches the code for SASS metrics as it loads,
+  // which should not happen inside a range's counter session. (The host runtime's lazy modules
+  // pin the first: range_contract_test.)
+  {
+    CUfunctionLoadingState loading = CU_FUNCTION_LOADING_STATE_LOADED;
+    {
+      InternalScope internal;
+      if (cuFuncIsLoaded(&loading, f) != CUDA_SUCCESS) loading = CU_FUNCTION_LOADING_STATE_LOADED;
+    }
+    if (loading == CU_FUNCTION_LOADING_STATE_UNLOADED)
+      sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
+                                                 "a kernel's first launch (lazy module loading)");
+  }
   InternalScope internal;
   auto info = std::make_unique<FuncInfo>();
   std::string mangled;

@@ -179,9 +179,14 @@ Result<Module> load_module(const ModuleDesc& desc, int device) {
     std::memset(p, 0, g.size);
     if (!g.init.empty()) std::memcpy(p, g.init.data(), std::min(g.size, g.init.size()));
     mod->globals[g.name] = p;
-    sdk.on_allocate(dev->agent, reinterpret_cast<uint64_t>(p), g.size,
-                    KREPLAY_MEMORY_KIND_MODULE_GLOBAL);
+    if (desc.lazy) {
+      mod->pending_globals.emplace_back(p, g.size);
+    } else {
+      sdk.on_allocate(dev->agent, reinterpret_cast<uint64_t>(p), g.size,
+                      KREPLAY_MEMORY_KIND_MODULE_GLOBAL);
+    }
   }
+  mod->materialized = !desc.lazy;
   std::unique_lock lock(rt().mu_);
   Module handle = rt().modules_.size() + 1;
   for (const auto& k : desc.kernels) {
@@ -207,6 +212,28 @@ Result<Module> load_module(const ModuleDesc& desc, int device) {
   rt().modules_.push_back(std::move(mod));
   return handle;
 }
+
+namespace detail {
+
+Status materialize(ModuleRec& m) {
+  std::lock_guard lock(m.load_mu);
+  if (m.materialized) return Status::Ok();
+  HostDevice* dev = rt().device(m.device);
+  // A module load closes the open range: its variables are memory the range's snapshot does not
+  // hold, so a later pass of the range would leave what an earlier one wrote there (CUDA: the
+  // interceptor closes it at a kernel's first launch that loads its module lazily).
+  sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
+                                             "hostrt: lazy module load");
+  for (const auto& [p, size] : m.pending_globals) {
+    sdk::Runtime::get().on_allocate(dev->agent, reinterpret_cast<uint64_t>(p), size,
+                                    KREPLAY_MEMORY_KIND_MODULE_GLOBAL);
+  }
+  m.pending_globals.clear();
+  m.materialized = true;
+  return Status::Ok();
+}
+
+}  // namespace detail
 
 Status unload_module(Module module) {
   ModuleRec* m = nullptr;
@@ -240,20 +267,36 @@ Result<Kernel> get_kernel(Module module, std::string_view name) {
                fmt::format("no kernel '{}' in module", name));
 }
 
-Result<void*> get_global(Module module, std::string_view name) {
+namespace {
+
+Result<void*> find_global(Module module, std::string_view name, ModuleRec** rec) {
   std::shared_lock lock(rt().mu_);
   if (module == 0 || module > rt().modules_.size())
     return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown module");
-  const auto& globals = rt().modules_[module - 1]->globals;
+  *rec = rt().modules_[module - 1].get();
+  const auto& globals = (*rec)->globals;
   auto it = globals.find(name);
   if (it == globals.end())
     return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, fmt::format("no global '{}'", name));
   return it->second;
 }
 
+}  // namespace
+
+Result<void*> get_global(Module module, std::string_view name) {
+  ModuleRec* rec = nullptr;
+  ASSIGN_OR_RETURN(void* p, find_global(module, name, &rec));
+  RETURN_IF_ERROR(detail::materialize(*rec));  // as cudaGetSymbolAddress loads a lazy module
+  return p;
+}
+
 // profiler_start/stop and the NVTX calls: hostrt_nvtx.cpp.
 
 namespace testing {
+Result<void*> module_global(Module module, std::string_view name) {
+  ModuleRec* rec = nullptr;
+  return find_global(module, name, &rec);
+}
 void fail_next_snapshot(int device) {
   if (rt().ensure().ok() && rt().device(device)) rt().device(device)->fail_next_snapshot();
 }

@@ -149,6 +149,9 @@ struct ModuleDesc {
   /// The module's code uses a device-side heap (as CUDA device malloc/free/new/delete): its
   /// kernels carry KREPLAY_DISPATCH_FLAG_DEVICE_HEAP and are not replayed.
   bool uses_device_heap = false;
+  /// As under CUDA_MODULE_LOADING=LAZY: the module is loaded into the device, and its variables
+  /// come to exist, at the first launch of one of its kernels (or get_global), not here.
+  bool lazy = false;
 };
 
 Result<Module> load_module(const ModuleDesc& desc, int device = 0);
@@ -254,6 +257,8 @@ uint64_t nvtx_range_start(const char* name, const char* domain = nullptr);
 void nvtx_range_end(uint64_t id);
 
 namespace testing {
+/// A module-scope variable's address without loading a lazy module (get_global loads it).
+Result<void*> module_global(Module module, std::string_view name);
 /// Make the next snapshot on @p device fail (to test the SNAPSHOT_FAILED decline).
 void fail_next_snapshot(int device = 0);
 /// Make the next @p n counter passes on @p device fail to start (as CUPTI can fail).

@@ -78,6 +78,11 @@ struct ModuleRec {
   std::vector<Kernel> kernels;
   std::map<std::string, void*, std::less<>> globals;
   bool loaded = true;
+  /// ModuleDesc::lazy: whether the first launch (or get_global) has loaded it into the device
+  /// (its variables tracked); guarded by load_mu.
+  bool materialized = true;
+  std::vector<std::pair<void*, size_t>> pending_globals;
+  std::mutex load_mu;
 };
 
 class Runtime {
@@ -184,6 +189,9 @@ class Runtime {
  private:
   Runtime() = default;
 };
+
+/// ModuleDesc::lazy: load @p m into its device now, if not yet (closes the open range first).
+Status materialize(ModuleRec& m);
 
 inline Runtime& rt() {
   return Runtime::get();

@@ -63,6 +63,12 @@ Status launch_impl(Kernel kernel, Dim3 grid, Dim3 block, Stream stream, const st
   }
   auto s = rt().stream(stream);
   if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
+  detail::ModuleRec* module = nullptr;
+  {
+    std::shared_lock lock(rt().mu_);
+    module = rt().modules_[rec->module - 1].get();
+  }
+  RETURN_IF_ERROR(detail::materialize(*module));  // a lazy module loads at its first launch
   if (s->device() != rec->device)
     return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
                  "stream and kernel are on different devices");
