@@ -235,20 +235,7 @@ Status RangeProfiler::configure(const std::vector<std::string>& metrics, RangeMo
   if (object_ == nullptr) RETURN_IF_ERROR(enable());
 
   if (!same_set || max_ranges != max_ranges_ || counter_data_.empty()) {
-    std::vector<const char*> names;
-    names.reserve(config->metrics.size());
-    for (const auto& m : config->metrics) names.push_back(m.c_str());
-    auto size = KR_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
-    size.pRangeProfilerObject = object_;
-    size.pMetricNames = names.data();
-    size.numMetrics = names.size();
-    size.maxNumOfRanges = max_ranges;
-    size.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges);
-    {
-      TimedCall timed(costs_.counter_data_size);
-      KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerGetCounterDataSize(&size));
-    }
-    counter_data_.assign(size.counterDataSize, 0);
+    RETURN_IF_ERROR(size_counter_data(config->metrics, max_ranges));
   }
   config_ = std::move(config).value();
   mode_ = mode;
@@ -256,6 +243,25 @@ Status RangeProfiler::configure(const std::vector<std::string>& metrics, RangeMo
   decoded_ = false;
   all_submitted_ = false;
   passes_done_ = 0;
+  return Status::Ok();
+}
+
+Status RangeProfiler::size_counter_data(const std::vector<std::string>& metrics,
+                                        size_t max_ranges) {
+  std::vector<const char*> names;
+  names.reserve(metrics.size());
+  for (const auto& m : metrics) names.push_back(m.c_str());
+  auto size = KR_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
+  size.pRangeProfilerObject = object_;
+  size.pMetricNames = names.data();
+  size.numMetrics = names.size();
+  size.maxNumOfRanges = max_ranges;
+  size.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges);
+  {
+    TimedCall timed(costs_.counter_data_size);
+    KR_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerGetCounterDataSize(&size));
+  }
+  counter_data_.assign(size.counterDataSize, 0);
   return Status::Ok();
 }
 
@@ -273,8 +279,11 @@ Status RangeProfiler::begin() {
     // learning run, counted with a set of more). On an H100 (2026-12-07) the next collection on
     // the same object then reported every pass submitted after its first, and its second start()
     // failed: the range's later passes lost their counters. A fresh object starts from pass 0.
+    ++costs_.reenables;
     RETURN_IF_ERROR(disable());
     RETURN_IF_ERROR(enable());
+    // A new object gets a new counter-data image (configure() says why).
+    RETURN_IF_ERROR(size_counter_data(config_.metrics, max_ranges_));
   }
   auto init = KR_CUPTI_PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params);
   init.pRangeProfilerObject = object_;

@@ -215,6 +215,8 @@ class RangeProfiler {
                 std::shared_ptr<ProfilerHost> host);
   Status enable();
   Status disable();
+  /// counter_data_ sized for @p metrics and @p max_ranges on the current object.
+  Status size_counter_data(const std::vector<std::string>& metrics, size_t max_ranges);
 
   CUcontext ctx_;
   CUdevice device_;
