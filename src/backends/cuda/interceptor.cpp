@@ -209,6 +209,36 @@ void on_module_unloading(const CUpti_ModuleResourceData* m) {
   rt.unregister_code_object(mod.agent, mod.code_object);
 }
 
+// The module (or library) a kernel belongs to, as a key of scanned_modules; 0 when neither is
+// known. Call inside an InternalScope.
+uintptr_t module_key(CUfunction f, CUmodule* mod, CUlibrary* lib) {
+  if (cuFuncGetModule(mod, f) == CUDA_SUCCESS && *mod != nullptr)
+    return reinterpret_cast<uintptr_t>(*mod);
+  if (cuKernelGetLibrary(lib, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS && *lib != nullptr)
+    return reinterpret_cast<uintptr_t>(*lib);
+  return 0;
+}
+
+// Whether scan_module_globals will track variables of @p f's module (named @p mangled) for the
+// first time: its module was not scanned yet and its cubin defines variables. Loads @p f (lazy
+// loading), so that its module's load event has named them.
+bool module_variables_untracked(CudaDevice* dev, CUfunction f, const std::string& mangled) {
+  InternalScope internal;
+  cuFuncLoad(f);
+  CUmodule mod = nullptr;
+  CUlibrary lib = nullptr;
+  const uintptr_t key = module_key(f, &mod, &lib);
+  if (key == 0) return false;
+  std::shared_lock lock(state().mu);
+  if (state().scanned_modules.count(key)) return false;
+  for (const auto& [id, m] : state().modules) {
+    if (m.agent == dev->agent && !m.symbols.variables.empty() &&
+        std::binary_search(m.symbols.kernels.begin(), m.symbols.kernels.end(), mangled))
+      return true;
+  }
+  return false;
+}
+
 // Module-scope variables become tracked the first time a kernel of their module launches: only
 // then is the module's handle known (CUPTI's load event carries the cubin, not the handle).
 void scan_module_globals(CudaDevice* dev, CUfunction f, const std::string& mangled) {
@@ -218,14 +248,8 @@ void scan_module_globals(CudaDevice* dev, CUfunction f, const std::string& mangl
   cuFuncLoad(f);
   CUmodule mod = nullptr;
   CUlibrary lib = nullptr;
-  uintptr_t key = 0;
-  if (cuFuncGetModule(&mod, f) == CUDA_SUCCESS && mod != nullptr) {
-    key = reinterpret_cast<uintptr_t>(mod);
-  } else if (cuKernelGetLibrary(&lib, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS && lib) {
-    key = reinterpret_cast<uintptr_t>(lib);
-  } else {
-    return;
-  }
+  const uintptr_t key = module_key(f, &mod, &lib);
+  if (key == 0) return;
   {
     std::unique_lock lock(state().mu);
     if (state().scanned_modules.count(key)) return;
@@ -269,32 +293,26 @@ FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
     auto it = state().funcs.find(f);
     if (it != state().funcs.end()) return it->second.get();
   }
-  // Lazy loading (CUDA_MODULE_LOADING=LAZY, CUDA 13's default): a kernel not loaded yet is loaded
-  // by the queries below, its module's variables with it. A module load closes the open range
-  // first: the variables are memory the range's snapshot does not hold (a later pass would add to
-  // what an earlier one wrote there), and CUPTI patches the code for SASS metrics as it loads,
-  // which should not happen inside a range's counter session. (The host runtime's lazy modules
-  // pin the first: range_contract_test.)
-  {
-    CUfunctionLoadingState loading = CU_FUNCTION_LOADING_STATE_LOADED;
-    {
-      InternalScope internal;
-      if (cuFuncIsLoaded(&loading, f) != CUDA_SUCCESS) loading = CU_FUNCTION_LOADING_STATE_LOADED;
-    }
-    if (loading == CU_FUNCTION_LOADING_STATE_UNLOADED)
-      sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
-                                                 "a kernel's first launch (lazy module loading)");
-  }
-  InternalScope internal;
-  auto info = std::make_unique<FuncInfo>();
   std::string mangled;
   if (symbol != nullptr) {
     mangled = symbol;
   } else {
+    InternalScope internal;
     const char* name = nullptr;
     if (cuFuncGetName(&name, f) == CUDA_SUCCESS && name) mangled = name;
   }
   if (mangled.empty()) mangled = fmt::format("kernel@{:p}", static_cast<void*>(f));
+  // The first kernel of a module that defines variables: they become tracked below
+  // (scan_module_globals), in the inventory from then on. Like a module load, that closes the open
+  // range first: its snapshot does not hold them, so a later pass would add to what an earlier one
+  // wrote there. (The host runtime's lazy modules pin it: range_contract_test; on the GPU,
+  // lazy_globals' second module.)
+  if (module_variables_untracked(dev, f, mangled)) {
+    sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
+                                               "a kernel's first launch (its module's variables)");
+  }
+  InternalScope internal;
+  auto info = std::make_unique<FuncInfo>();
   // Parameter layout, for the argument bytes (snapshot scope "args") and range recording.
   for (size_t i = 0;; ++i) {
     size_t off = 0, size = 0;

@@ -1,5 +1,6 @@
 // lazy_globals: pins that module-scope variables are restored when their module is loaded lazily
-// by the application's first launch (CUDA_MODULE_LOADING=LAZY, CUDA 13's default), i.e. when
+// by the application's first launch (and, with a second module first launched while a range of
+// the first one's launches is open, that the load closes the range before its variable exists) (CUDA_MODULE_LOADING=LAZY, CUDA 13's default), i.e. when
 // nothing else -- no cudaMemcpyToSymbol, no cudaGetSymbolAddress -- touches the module first.
 // kreplay's own queries of the kernel (its parameter layout) are what load the module then; the
 // module's load event still has to register its variables.
@@ -11,6 +12,10 @@
 #include "common.cuh"
 
 #include <cmath>
+
+// The second module (lazy_globals_second.cu): launched once, between this module's launches.
+void launch_bump_second(unsigned int* stamp);
+unsigned int read_second_count();
 
 __device__ unsigned int g_count = 0;
 __device__ float g_sums[64] = {};
@@ -39,10 +44,16 @@ int main() {
   KR_CHECK(cudaMemcpy(x, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   KR_CHECK(cudaMemset(stamps, 0xff, launches * sizeof(unsigned int)));
 
+  unsigned int* second_stamp = nullptr;
+  KR_CHECK(cudaMalloc(&second_stamp, sizeof(unsigned int)));
+  KR_CHECK(cudaMemset(second_stamp, 0xff, sizeof(unsigned int)));
   for (int l = 0; l < launches; ++l) {
     bump<<<kr::blocks_for(n, threads), threads>>>(x, n, stamps, l);
     KR_CHECK_LAUNCH();
     for (auto& v : ref) v = std::fmaf(v, 0.999f, 0.5f);
+    // The second module's first launch, with launches of this one before and after it on the
+    // stream: under range replay a range of them is open as it loads.
+    if (l == launches / 2) launch_bump_second(second_stamp);
   }
   KR_CHECK(cudaDeviceSynchronize());
 
@@ -56,6 +67,13 @@ int main() {
   KR_CHECK(cudaMemcpyFromSymbol(sums.data(), g_sums, sums.size() * sizeof(float)));
 
   KR_EXPECT(count == launches, "__device__ counter %u, expected %d", count, launches);
+  unsigned int second_stamp_host = 0;
+  KR_CHECK(cudaMemcpy(&second_stamp_host, second_stamp, sizeof(second_stamp_host),
+                      cudaMemcpyDeviceToHost));
+  const unsigned int second_count = read_second_count();
+  KR_EXPECT(second_count == 1 && second_stamp_host == 0,
+            "the second module's __device__ counter %u (stamp %u), expected 1 (0)", second_count,
+            second_stamp_host);
   for (int l = 0; l < launches; ++l) {
     KR_EXPECT(st[l] == static_cast<unsigned int>(l), "launch %d saw counter %u", l, st[l]);
   }
@@ -71,6 +89,8 @@ int main() {
   d.add(st);
   d.add(sums);
   d.add_value(count);
+  d.add_value(second_count);
+  KR_CHECK(cudaFree(second_stamp));
   KR_CHECK(cudaFree(x));
   KR_CHECK(cudaFree(stamps));
   d.print("lazy_globals");
