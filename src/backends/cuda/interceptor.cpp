@@ -219,63 +219,59 @@ uintptr_t module_key(CUfunction f, CUmodule* mod, CUlibrary* lib) {
   return 0;
 }
 
-// Whether scan_module_globals will track variables of @p f's module (named @p mangled) for the
-// first time: its module was not scanned yet and its cubin defines variables. Loads @p f (lazy
-// loading), so that its module's load event has named them.
-bool module_variables_untracked(CudaDevice* dev, CUfunction f, const std::string& mangled) {
-  InternalScope internal;
-  cuFuncLoad(f);
+// The variables of a kernel's module that are not tracked yet. Module-scope variables become
+// tracked the first time a kernel of their module launches: only then is the module's handle known
+// (CUPTI's load event carries the cubin, not the handle).
+struct UntrackedGlobals {
+  uintptr_t key = 0;  ///< the module (or library) as a key of scanned_modules; 0: nothing to do
   CUmodule mod = nullptr;
   CUlibrary lib = nullptr;
-  const uintptr_t key = module_key(f, &mod, &lib);
-  if (key == 0) return false;
-  std::shared_lock lock(state().mu);
-  if (state().scanned_modules.count(key)) return false;
-  for (const auto& [id, m] : state().modules) {
-    if (m.agent == dev->agent && !m.symbols.variables.empty() &&
-        std::binary_search(m.symbols.kernels.begin(), m.symbols.kernels.end(), mangled))
-      return true;
-  }
-  return false;
-}
+  std::vector<std::pair<uint32_t, ModuleSymbols::Variable>> vars;  ///< (module id, variable)
+};
 
-// Module-scope variables become tracked the first time a kernel of their module launches: only
-// then is the module's handle known (CUPTI's load event carries the cubin, not the handle).
-void scan_module_globals(CudaDevice* dev, CUfunction f, const std::string& mangled) {
+// What track_module_globals would track for @p f (named @p mangled): nothing when its module was
+// scanned already or is not known.
+UntrackedGlobals untracked_module_globals(CudaDevice* dev, CUfunction f,
+                                          const std::string& mangled) {
   InternalScope internal;
   // Lazy loading: make sure the function (and its module) is loaded in this context, so the
   // module's load event has been seen and its variables exist.
   cuFuncLoad(f);
-  CUmodule mod = nullptr;
-  CUlibrary lib = nullptr;
-  const uintptr_t key = module_key(f, &mod, &lib);
-  if (key == 0) return;
+  UntrackedGlobals g;
+  const uintptr_t key = module_key(f, &g.mod, &g.lib);
+  if (key == 0) return g;
+  std::shared_lock lock(state().mu);
+  if (state().scanned_modules.count(key)) return g;
+  g.key = key;
+  // Candidate cubins: those defining this kernel.
+  for (const auto& [id, m] : state().modules) {
+    if (m.agent != dev->agent) continue;
+    if (!std::binary_search(m.symbols.kernels.begin(), m.symbols.kernels.end(), mangled)) continue;
+    for (const auto& v : m.symbols.variables) g.vars.emplace_back(id, v);
+  }
+  return g;
+}
+
+// Track @p g's variables (once per module).
+void track_module_globals(CudaDevice* dev, const UntrackedGlobals& g) {
+  if (g.key == 0) return;
+  InternalScope internal;
   {
     std::unique_lock lock(state().mu);
-    if (state().scanned_modules.count(key)) return;
-    state().scanned_modules[key] = true;
-  }
-  // Candidate cubins: those defining this kernel.
-  std::vector<std::pair<uint32_t, ModuleSymbols::Variable>> vars;
-  {
-    std::shared_lock lock(state().mu);
-    for (const auto& [id, m] : state().modules) {
-      if (m.agent != dev->agent) continue;
-      if (!std::binary_search(m.symbols.kernels.begin(), m.symbols.kernels.end(), mangled)) continue;
-      for (const auto& v : m.symbols.variables) vars.emplace_back(id, v);
-    }
+    if (state().scanned_modules.count(g.key)) return;
+    state().scanned_modules[g.key] = true;
   }
   auto& rt = sdk::Runtime::get();
-  for (const auto& [module_id, v] : vars) {
+  for (const auto& [module_id, v] : g.vars) {
     CUdeviceptr ptr = 0;
     size_t size = 0;
     CUresult r = CUDA_ERROR_NOT_FOUND;
-    if (mod != nullptr) {
-      r = cuModuleGetGlobal(&ptr, &size, mod, v.name.c_str());
+    if (g.mod != nullptr) {
+      r = cuModuleGetGlobal(&ptr, &size, g.mod, v.name.c_str());
     } else if (v.managed) {
-      r = cuLibraryGetManaged(&ptr, &size, lib, v.name.c_str());
+      r = cuLibraryGetManaged(&ptr, &size, g.lib, v.name.c_str());
     } else {
-      r = cuLibraryGetGlobal(&ptr, &size, lib, v.name.c_str());
+      r = cuLibraryGetGlobal(&ptr, &size, g.lib, v.name.c_str());
     }
     if (r != CUDA_SUCCESS || ptr == 0 || size == 0) continue;
     replay::Region existing;
@@ -303,11 +299,12 @@ FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
   }
   if (mangled.empty()) mangled = fmt::format("kernel@{:p}", static_cast<void*>(f));
   // The first kernel of a module that defines variables: they become tracked below
-  // (scan_module_globals), in the inventory from then on. Like a module load, that closes the open
-  // range first: its snapshot does not hold them, so a later pass would add to what an earlier one
-  // wrote there. (The host runtime's lazy modules pin it: range_contract_test; on the GPU,
-  // lazy_globals' second module.)
-  if (module_variables_untracked(dev, f, mangled)) {
+  // (track_module_globals), in the inventory from then on. Like a module load, that closes the
+  // open range first: its snapshot does not hold them, so a later pass would add to what an
+  // earlier one wrote there. (The host runtime's lazy modules pin it: range_contract_test; on the
+  // GPU, lazy_globals' second module.)
+  const UntrackedGlobals globals = untracked_module_globals(dev, f, mangled);
+  if (!globals.vars.empty()) {
     sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
                                                "a kernel's first launch (its module's variables)");
   }
@@ -329,7 +326,7 @@ FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
   if (cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_SUCCESS) info->registers = v;
   if (cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) == CUDA_SUCCESS)
     info->static_shared = v;
-  scan_module_globals(dev, f, mangled);
+  track_module_globals(dev, globals);
   info->kernel_id = kernel_id_for(dev->agent, mangled);
   info->entry = sdk::Runtime::get().kernel(info->kernel_id);
   std::unique_lock lock(state().mu);
