@@ -310,7 +310,14 @@ kreplay_range_close_reason_t Engine::range_thread_blocker(const DeviceSlot& slot
   // call holds the range from before the application's call until after it returned, so the
   // range's order on a shared stream is the stream's own order.
   if (r.owner_thread == thread_id()) return KREPLAY_RANGE_CLOSE_NONE;
-  return r.thread_bound || slot.device->thread_stream(stream) || slot.device->thread_stream(r.stream)
+  // A write-bounded range is predicted from ranges that opened with the same launch. One that
+  // holds two threads' launches varies with how their calls interleave (PyTorch's backward follows
+  // the forward on its autograd thread) and repeats less: on an H100, torch_bigpool's ranges
+  // replayed 20.6% of the launches after each kernel's first with both threads in them against
+  // 80.7% with one (bench/RESULTS.md, seventeenth session). So it keeps to its thread.
+  const bool write_bounded = r.ws.kind == SaveKind::kWriteSet;
+  return r.thread_bound || write_bounded || slot.device->thread_stream(stream) ||
+                 slot.device->thread_stream(r.stream)
              ? KREPLAY_RANGE_CLOSE_OTHER_THREAD
              : KREPLAY_RANGE_CLOSE_NONE;
 }
@@ -484,12 +491,6 @@ kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& 
       r.ws.predicted = true;
     }
   }
-  // A write-bounded range is predicted from ranges that opened with the same launch. One that
-  // holds two threads' launches varies with how their calls interleave (PyTorch's backward follows
-  // the forward on its autograd thread) and repeats less: on an H100, torch_bigpool's ranges
-  // replayed 20.6% of the launches after each kernel's first with both threads in them against
-  // 80.7% with one (bench/RESULTS.md, seventeenth session). So it keeps to its thread.
-  r.thread_bound = true;
   if (Status s = take_baseline(slot, r.ws); !s.ok()) {
     KR_WARN("range {} not replayed: the digests of its device's memory failed: {}", r.info.range_id,
             s.message());
