@@ -216,8 +216,9 @@ Result<Module> load_module(const ModuleDesc& desc, int device) {
 namespace detail {
 
 Status materialize(ModuleRec& m) {
+  if (m.materialized.load(std::memory_order_acquire)) return Status::Ok();  // every launch asks
   std::lock_guard lock(m.load_mu);
-  if (m.materialized) return Status::Ok();
+  if (m.materialized.load(std::memory_order_relaxed)) return Status::Ok();
   HostDevice* dev = rt().device(m.device);
   // The module's variables come to exist: the open range closes first, since its snapshot does
   // not hold them and a later pass would add to what an earlier one wrote there (CUDA: the
@@ -231,7 +232,7 @@ Status materialize(ModuleRec& m) {
                                     KREPLAY_MEMORY_KIND_MODULE_GLOBAL);
   }
   m.pending_globals.clear();
-  m.materialized = true;
+  m.materialized.store(true, std::memory_order_release);
   return Status::Ok();
 }
 

@@ -79,8 +79,8 @@ struct ModuleRec {
   std::map<std::string, void*, std::less<>> globals;
   bool loaded = true;
   /// ModuleDesc::lazy: whether the first launch (or get_global) has loaded it into the device
-  /// (its variables tracked); guarded by load_mu.
-  bool materialized = true;
+  /// (its variables tracked); set under load_mu.
+  std::atomic<bool> materialized{true};
   std::vector<std::pair<void*, size_t>> pending_globals;
   std::mutex load_mu;
 };

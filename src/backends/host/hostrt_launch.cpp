@@ -55,19 +55,16 @@ Status launch_impl(Kernel kernel, Dim3 grid, Dim3 block, Stream stream, const st
                    void* const* params, uint32_t flags) {
   RETURN_IF_ERROR(rt().ensure());
   KernelRec* rec = nullptr;
+  detail::ModuleRec* module = nullptr;
   {
     std::shared_lock lock(rt().mu_);
     if (kernel == 0 || kernel > rt().kernels_.size())
       return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown kernel");
     rec = rt().kernels_[kernel - 1].get();
+    module = rt().modules_[rec->module - 1].get();
   }
   auto s = rt().stream(stream);
   if (!s) return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT, "unknown stream");
-  detail::ModuleRec* module = nullptr;
-  {
-    std::shared_lock lock(rt().mu_);
-    module = rt().modules_[rec->module - 1].get();
-  }
   RETURN_IF_ERROR(detail::materialize(*module));  // a lazy module loads at its first launch
   if (s->device() != rec->device)
     return Error(KREPLAY_STATUS_ERROR_INVALID_ARGUMENT,
