@@ -224,13 +224,7 @@ Status RangeProfiler::configure(const std::vector<std::string>& metrics, RangeMo
     // a new object.
     KR_DEBUG("range profiler on device {}: metric set or range mode changed, re-enabling",
              static_cast<int>(device_));
-    ++costs_.reenables;
-    RETURN_IF_ERROR(disable());
-    RETURN_IF_ERROR(enable());
-    // The counter-data image belongs to the object it was sized for: a new object gets a new
-    // image (reusing the old one crashed in CounterDataImageInitialize on the H200; in range
-    // replay, where the image size differs between the two modes, the switch worked).
-    counter_data_.clear();
+    RETURN_IF_ERROR(reenable());
   }
   if (object_ == nullptr) RETURN_IF_ERROR(enable());
 
@@ -243,6 +237,17 @@ Status RangeProfiler::configure(const std::vector<std::string>& metrics, RangeMo
   decoded_ = false;
   all_submitted_ = false;
   passes_done_ = 0;
+  return Status::Ok();
+}
+
+Status RangeProfiler::reenable() {
+  ++costs_.reenables;
+  RETURN_IF_ERROR(disable());
+  RETURN_IF_ERROR(enable());
+  // The counter-data image belongs to the object it was sized for: a new object gets a new image
+  // (reusing the old one crashed in CounterDataImageInitialize on the H200; in range replay, where
+  // the image size differs between the two modes, the switch worked).
+  counter_data_.clear();
   return Status::Ok();
 }
 
@@ -279,10 +284,7 @@ Status RangeProfiler::begin() {
     // learning run, counted with a set of more). On an H100 (2026-12-07) the next collection on
     // the same object then reported every pass submitted after its first, and its second start()
     // failed: the range's later passes lost their counters. A fresh object starts from pass 0.
-    ++costs_.reenables;
-    RETURN_IF_ERROR(disable());
-    RETURN_IF_ERROR(enable());
-    // A new object gets a new counter-data image (configure() says why).
+    RETURN_IF_ERROR(reenable());
     RETURN_IF_ERROR(size_counter_data(config_.metrics, max_ranges_));
   }
   auto init = KR_CUPTI_PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params);

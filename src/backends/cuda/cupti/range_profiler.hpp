@@ -215,6 +215,9 @@ class RangeProfiler {
                 std::shared_ptr<ProfilerHost> host);
   Status enable();
   Status disable();
+  /// A new CUPTI object in place of the current one (costs_.reenables), its counter-data image
+  /// dropped: configure() or size_counter_data() makes the new one.
+  Status reenable();
   /// counter_data_ sized for @p metrics and @p max_ranges on the current object.
   Status size_counter_data(const std::vector<std::string>& metrics, size_t max_ranges);
 

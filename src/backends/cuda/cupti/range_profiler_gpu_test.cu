@@ -171,6 +171,11 @@ class RangeProfilerGpu : public ::testing::Test {
 // Tests
 // ---------------------------------------------------------------------------------------------
 
+// A set that takes a few passes, so the replay loop is exercised.
+const std::vector<std::string> kFewPassMetrics = {
+    "dram__bytes_read.sum", "smsp__inst_executed.sum", "lts__t_sector_hit_rate.pct",
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed"};
+
 TEST_F(RangeProfilerGpu, AutoRangeStreamingReadMatchesBytesAndIsRepeatable) {
   const size_t bytes = 512 * kMiB;
   const size_t scratch_bytes = 256 * kMiB;  // > L2 (50-60 MB on H100/H200)
@@ -182,10 +187,7 @@ TEST_F(RangeProfilerGpu, AutoRangeStreamingReadMatchesBytesAndIsRepeatable) {
   CUDA_OK(cudaMalloc(&out, sizeof(float)));
   CUDA_OK(cudaMemset(in, 0, bytes));
 
-  // A set that takes a few passes, so the replay loop is exercised.
-  const std::vector<std::string> metrics = {"dram__bytes_read.sum", "smsp__inst_executed.sum",
-                                            "lts__t_sector_hit_rate.pct",
-                                            "lts__throughput.avg.pct_of_peak_sustained_elapsed"};
+  const std::vector<std::string>& metrics = kFewPassMetrics;
   KR_OK(rp_->configure(metrics, RangeMode::kAuto, 4));
   std::printf("[ info ] %zu metrics: %zu passes\n", metrics.size(), rp_->pass_count());
   ASSERT_GE(rp_->pass_count(), 2u);
@@ -229,10 +231,7 @@ TEST_F(RangeProfilerGpu, ACollectionLeftMidwayDoesNotShortenTheNext) {
   CUDA_OK(cudaMalloc(&in, bytes));
   CUDA_OK(cudaMalloc(&out, sizeof(float)));
   CUDA_OK(cudaMemset(in, 0, bytes));
-  const std::vector<std::string> metrics = {"dram__bytes_read.sum", "smsp__inst_executed.sum",
-                                            "lts__t_sector_hit_rate.pct",
-                                            "lts__throughput.avg.pct_of_peak_sustained_elapsed"};
-  KR_OK(rp_->configure(metrics, RangeMode::kAuto, 4));
+  KR_OK(rp_->configure(kFewPassMetrics, RangeMode::kAuto, 4));
   ASSERT_GE(rp_->pass_count(), 2u);
   auto launch = [&] { stream_read<<<blocks_, 256>>>(in, bytes / 16, out); };
   KR_OK(rp_->begin());  // one pass of several, then left
