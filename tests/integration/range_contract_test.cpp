@@ -219,9 +219,7 @@ TEST_F(Range, ARangeOpenedBetweenACopysBarrierAndItsWindowIsClosedBeforeTheCopy)
 TEST_F(Range, ACopyWhileARangeIsBeingOpenedWaitsForTheRange) {
   // With memory calls closing ranges (KREPLAY_RANGE_MEMORY=close): joining, the copy would be
   // one of the range's items (range_memory_test.cpp).
-  auto options = sdk::Runtime::get().engine().range_options();
-  options.join_memory = false;
-  sdk::Runtime::get().engine().set_range_options(options);
+  set_range([](replay::RangeOptions& o) { o.join_memory = false; });
   float* x = buffer(256, 0.5f);  // updated by this thread: its launch opens the range
   float* y = buffer(256, 1.0f);  // the other thread's copy target
   std::atomic<bool> fired{false};

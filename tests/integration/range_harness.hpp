@@ -297,10 +297,13 @@ class Range : public ::testing::Test {
     EXPECT_TRUE(hr::free(flag).ok());
     sdk::Runtime::get().engine().set_options(saved);
   }
-  void span_syncs(bool on) {
+  void set_range(const std::function<void(replay::RangeOptions&)>& f) {
     auto o = sdk::Runtime::get().engine().range_options();
-    o.span_syncs = on;
+    f(o);
     sdk::Runtime::get().engine().set_range_options(o);
+  }
+  void span_syncs(bool on) {
+    set_range([on](replay::RangeOptions& o) { o.span_syncs = on; });
   }
   // The value at x[i] read back with a copy (which closes an open range first).
   float read(const float* x, uint32_t i = 7) {

@@ -17,11 +17,6 @@ class RangeMemory : public Range {
     ASSERT_TRUE(
         hr::launch_args(fx().accumulate, {(n + 63) / 64}, {64}, s ? s : stream_, y, x, n).ok());
   }
-  void set_range(const std::function<void(replay::RangeOptions&)>& f) {
-    auto o = sdk::Runtime::get().engine().range_options();
-    f(o);
-    sdk::Runtime::get().engine().set_range_options(o);
-  }
   // The one range that closed, its outcome checked for a replay of @p launches launches.
   RangeEvent one_range(uint64_t launches) {
     auto exits = S().exits();
