@@ -283,6 +283,17 @@ void track_module_globals(CudaDevice* dev, const UntrackedGlobals& g) {
   }
 }
 
+// Whether @p f's code is not loaded in its context yet, so that its first launch (or cuFuncLoad)
+// loads it: under lazy module loading, a function that does not say it is loaded (a kernel handle
+// passed as a function answers no state).
+bool loads_at_first_launch(CUfunction f) {
+  InternalScope internal;
+  CUmoduleLoadingMode mode = CU_MODULE_EAGER_LOADING;
+  if (cuModuleGetLoadingMode(&mode) != CUDA_SUCCESS || mode != CU_MODULE_LAZY_LOADING) return false;
+  CUfunctionLoadingState loaded = CU_FUNCTION_LOADING_STATE_UNLOADED;
+  return cuFuncIsLoaded(&loaded, f) != CUDA_SUCCESS || loaded != CU_FUNCTION_LOADING_STATE_LOADED;
+}
+
 FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
   {
     std::shared_lock lock(state().mu);
@@ -303,6 +314,14 @@ FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
   // open range first: its snapshot does not hold them, so a later pass would add to what an
   // earlier one wrote there. (The host runtime's lazy modules pin it: range_contract_test; on the
   // GPU, lazy_globals' second module.)
+  // Lazy loading (CUDA_MODULE_LOADING=LAZY, the default): a kernel whose code is not loaded yet
+  // is loaded by its first launch. That is a module load, and it closes the open range first:
+  // with SASS-patched metrics, a kernel loaded while a range's counter session was running
+  // crashed inside CUPTI when a later pass launched it again (cuFFT's, in convolutionFFT2D).
+  if (loads_at_first_launch(f)) {
+    sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
+                                               "a kernel's first launch (lazy module loading)");
+  }
   const UntrackedGlobals globals = untracked_module_globals(dev, f, mangled);
   if (!globals.vars.empty()) {
     sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
