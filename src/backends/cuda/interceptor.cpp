@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -355,6 +356,22 @@ FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
 
 // ---- launches ---------------------------------------------------------------------------------
 
+// A range still open when the process exits must close while CUDA and CUPTI still work. The
+// SDK's exit handler (Runtime::finalize) is registered when the tool starts, before cudart and
+// CUPTI set up what their own exit handlers and static destructors tear down, so it runs after
+// them (exit runs handlers in reverse order): on an H100, LargeKernelParameter and batchCUBLAS
+// exited with a range held open by a deferred free, and closing it there corrupted the heap. This
+// handler is registered at the first launch that joins a range, after that set-up, so it closes
+// the range before the teardown. (Runtime::finalize's close remains for what opens later.)
+void close_ranges_at_exit() {
+  sdk::Runtime::get().engine().range_barrier(0, KREPLAY_RANGE_CLOSE_EXIT);
+}
+
+void close_ranges_before_teardown() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(&close_ranges_at_exit); });
+}
+
 void pack_args(CudaLaunch& l, const FuncInfo& fi) {
   if (l.extra != nullptr) {
     // CU_LAUNCH_PARAM_BUFFER_POINTER form: the packed buffer is given directly.
@@ -536,6 +553,7 @@ void launch_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   }
   inflight->launch = std::move(launch);
   inflight->st = sdk::Runtime::get().engine().enter(l);
+  if (inflight->st->in_range) close_ranges_before_teardown();
   // Events time the submission when something waits for it: a replay window, a service, or a
   // range (whose passes are waited for when it closes).
   if (inflight->st->window || inflight->st->wait_needed || inflight->st->in_range) l.record_start();
