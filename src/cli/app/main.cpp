@@ -57,23 +57,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Whether the run asks for a metric CUPTI collects by patching SASS (smsp__sass_*, sass__*).
-bool uses_sass_metrics(const ToolConfig& c) {
-  auto sass = [](const std::string& m) {
-    return m.rfind("smsp__sass_", 0) == 0 || m.rfind("sass__", 0) == 0;
-  };
-  for (const auto& m : c.metrics) {
-    if (sass(m)) return true;
-  }
-  for (const auto& g : c.pmc_groups) {
-    for (const auto& m : g) {
-      if (sass(m)) return true;
-    }
-  }
-  return false;
-}
-
-
 int fail(const std::string& message, int code = 2) {
   std::fprintf(stderr, "==KREPLAY== error: %s\n", message.c_str());
   return code;
@@ -455,17 +438,6 @@ int run_plan(const RunPlan& plan) {
       KR_NOTICE("--range-markers cuda-profiler profiles the launches between cudaProfilerStart "
                 "and cudaProfilerStop: the same selection as --profile-from-start off, which "
                 "works in every replay mode");
-    }
-    // SASS-patched metrics (smsp__sass_*) with lazy module loading crash inside CUPTI when a
-    // kernel of a module loaded during the run is launched again for a later pass (cuFFT's, in
-    // convolutionFFT2D on the H200 with CUDA 13.0; fine with eager loading): load modules
-    // eagerly unless the user chose.
-    if (uses_sass_metrics(run.config) && std::getenv("CUDA_MODULE_LOADING") == nullptr) {  // NOLINT
-      if (k == 0) {
-        KR_NOTICE("SASS-patched metrics requested: the application runs with "
-                  "CUDA_MODULE_LOADING=EAGER (set CUDA_MODULE_LOADING to choose otherwise)");
-      }
-      env.emplace_back("CUDA_MODULE_LOADING", "EAGER");
     }
     // The application inherits kreplay's stderr: on a terminal the tool shows one progress line,
     // updated in place (tool/progress.hpp); on a file or pipe it shows none.
