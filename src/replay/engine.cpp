@@ -397,10 +397,7 @@ kreplay_decline_reason_t Engine::save_entry_state(DispatchState& st, Snapshot& s
     // The full snapshot did not fit after all: save what the launch is known to write (nothing
     // yet, or what it wrote before) instead.
     ws.kind = SaveKind::kWriteSet;
-    if (auto predicted = slot.launch_writes.predict(ws.kernel, ws.args, ws.layout)) {
-      ws.saved = std::move(*predicted);
-      ws.predicted = true;
-    }
+    predict_save(slot, /*range=*/false, ws);
     return save_write_set(st, snapshot, t0);
   }
   if (!placement.ok()) {

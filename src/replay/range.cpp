@@ -485,11 +485,7 @@ kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& 
     }
     // The full snapshot did not fit after all: save what the range is known to write instead.
     r.ws.kind = SaveKind::kWriteSet;
-    WriteSets& sets = range_key ? slot.range_writes : slot.launch_writes;
-    if (auto predicted = sets.predict(r.ws.kernel, r.ws.args, r.ws.layout)) {
-      r.ws.saved = std::move(*predicted);
-      r.ws.predicted = true;
-    }
+    predict_save(slot, range_key, r.ws);
   }
   if (Status s = take_baseline(slot, r.ws); !s.ok()) {
     KR_WARN("range {} not replayed: the digests of its device's memory failed: {}", r.info.range_id,

@@ -63,11 +63,8 @@ void Engine::choose_save(DeviceSlot& slot, const std::vector<Region>& regions, b
     std::lock_guard lock(slot.pool_mu);
     if (slot.pool.fits_device(dev, regions)) return;
   }
-  WriteSets& sets = range ? slot.range_writes : slot.launch_writes;
-  if (auto predicted = sets.predict(ws.kernel, ws.args, ws.layout)) {
+  if (predict_save(slot, range, ws)) {
     ws.kind = SaveKind::kWriteSet;
-    ws.saved = std::move(*predicted);
-    ws.predicted = true;
     return;
   }
   if (!forced) {
@@ -81,13 +78,26 @@ void Engine::choose_save(DeviceSlot& slot, const std::vector<Region>& regions, b
     const uint64_t host = need > dev_cap ? need - dev_cap : 0;
     const uint64_t host_cap = dev.storage_available(device::StorageTier::kPinnedHost) +
                               slot.pool.held_bytes(device::StorageTier::kPinnedHost);
-    if (host <= opt.auto_host_bytes && host <= host_cap) return;
+    if (host <= opt.auto_host_bytes && host <= host_cap) {
+      ws.saved.clear();  // the full snapshot
+      return;
+    }
   }
-  // Nothing known: nothing saved. The launch is replayed if everything it writes held zeros
-  // before (fresh memory, as a first write into a pool is); otherwise its own run is the only
-  // one, and its write set is learned for the next.
+  // Nothing known: the write-set save with the pointer guess (predict_save). The launch is
+  // replayed if everything else it writes held zeros before (fresh memory, as a first write into
+  // a pool is); otherwise its own run is the only one, and its write set is learned for the next.
   ws.kind = SaveKind::kWriteSet;
-  ws.predicted = false;
+}
+
+bool Engine::predict_save(DeviceSlot& slot, bool range, WriteSetWindow& ws) {
+  WriteSets& sets = range ? slot.range_writes : slot.launch_writes;
+  std::optional<std::vector<Extent>> predicted = sets.predict(ws.kernel, ws.args, ws.layout);
+  ws.predicted = predicted.has_value();
+  ws.saved = predicted ? std::move(*predicted) : std::vector<Extent>{};
+  // Nothing learned, or only launches whose writes changed nothing (zeros over zeros): an output
+  // passed by pointer starts where its argument points.
+  if (ws.saved.empty()) ws.saved = WriteSets::pointer_chunks(ws.args, ws.layout);
+  return ws.predicted;
 }
 
 Status Engine::take_baseline(DeviceSlot& slot, const WriteSetWindow& ws) {

@@ -207,6 +207,16 @@ std::optional<std::vector<Extent>> WriteSets::predict(uint64_t kernel,
   return layout.to_chunks(raw, /*next_chunk=*/true);
 }
 
+std::vector<Extent> WriteSets::pointer_chunks(std::span<const std::byte> args,
+                                              const ChunkLayout& layout) {
+  std::vector<Extent> raw;
+  for (size_t w = 0; w < args.size() / 8 && raw.size() < kMaxPointerGuesses; ++w) {
+    const uint64_t v = word_at(args, w);
+    if (layout.region_of(v) != nullptr) raw.push_back({v, v + 1});
+  }
+  return layout.to_chunks(raw, /*next_chunk=*/true);
+}
+
 void WriteSets::learn(uint64_t kernel, std::span<const std::byte> args,
                       std::span<const Extent> written, const ChunkLayout& layout) {
   std::vector<Extent> w(written.begin(), written.end());

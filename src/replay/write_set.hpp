@@ -87,6 +87,13 @@ class WriteSets {
   /// translated to these arguments. nullopt: nothing learned yet.
   std::optional<std::vector<Extent>> predict(uint64_t kernel, std::span<const std::byte> args,
                                              const ChunkLayout& layout) const;
+  /// Argument words looked at by pointer_chunks, at most.
+  static constexpr size_t kMaxPointerGuesses = 64;
+  /// A guess for a launch with nothing (or nothing but an empty set) learned: the chunk each of
+  /// its argument words points into, and the chunk after it in its region, since an output passed
+  /// by pointer starts there. Normalized; at most kMaxPointerGuesses words.
+  static std::vector<Extent> pointer_chunks(std::span<const std::byte> args,
+                                            const ChunkLayout& layout);
   /// A launch of @p kernel with @p args changed @p written (normalized, inside @p layout).
   void learn(uint64_t kernel, std::span<const std::byte> args, std::span<const Extent> written,
              const ChunkLayout& layout);

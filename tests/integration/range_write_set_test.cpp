@@ -49,23 +49,24 @@ class RangeWriteSets : public Range {
 TEST_F(RangeWriteSets, AFirstRangeLearnsAndTheNextSavesOnlyWhatItWrote) {
   float* x = arena_ + 5 * kFloatsPerChunk;
   const float v = x[7];
-  auto first = step(x, 2 * kFloatsPerChunk);
+  // Three chunks: past the two its pointer guesses (WriteSets::pointer_chunks).
+  auto first = step(x, 3 * kFloatsPerChunk);
   EXPECT_EQ(first.outcome, KREPLAY_REPLAY_OUTCOME_DECLINED);
   EXPECT_EQ(first.reason, KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN);
   EXPECT_EQ(first.passes_executed, 1u);
   EXPECT_EQ(first.launches, 2u);
-  // Two chunks of the arena and the module's counter.
-  EXPECT_EQ(first.bytes_changed, 2 * kChunk + 4);
+  // Three chunks of the arena and the module's counter.
+  EXPECT_EQ(first.bytes_changed, 3 * kChunk + 4);
   EXPECT_EQ(read(x), expect(v, 2));
   EXPECT_EQ(*g_counter, 2u);
 
-  auto second = step(x, 2 * kFloatsPerChunk);
+  auto second = step(x, 3 * kFloatsPerChunk);
   EXPECT_EQ(second.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
   EXPECT_EQ(second.passes_executed, 3u);
   EXPECT_EQ(second.snapshot_mode, KREPLAY_SNAPSHOT_MODE_WRITE_SET);
-  EXPECT_EQ(second.bytes_changed, 2 * kChunk + 4);
+  EXPECT_EQ(second.bytes_changed, 3 * kChunk + 4);
   // What it wrote plus one chunk after it (and the 4-byte counter): far below the 40 MiB.
-  EXPECT_EQ(second.bytes_snapshotted, 3 * kChunk + 4);
+  EXPECT_EQ(second.bytes_snapshotted, 4 * kChunk + 4);
   EXPECT_EQ(read(x), expect(v, 4));
   EXPECT_EQ(*g_counter, 4u);
 }
@@ -119,7 +120,7 @@ TEST_F(RangeWriteSets, AFirstRangeIntoZeroedMemoryIsReplayed) {
   auto first = step(fresh, kFloatsPerChunk);
   EXPECT_EQ(first.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
   EXPECT_EQ(first.snapshot_mode, KREPLAY_SNAPSHOT_MODE_WRITE_SET);
-  EXPECT_EQ(first.bytes_snapshotted, 0u);
+  EXPECT_EQ(first.bytes_snapshotted, 2 * kChunk);  // its pointer's guess; zeros need no copy
   EXPECT_EQ(read(fresh), expect(0.0f, 2));
   EXPECT_EQ(*g_counter, 2u);
 }
@@ -141,7 +142,7 @@ TEST_F(RangeWriteSets, AMemsetClosesAWriteBoundedRangeAndBothSidesRepeat) {
   float* y = arena_ + 200 * kFloatsPerChunk;
   auto run = [&] {
     S().reset();
-    update(x, kFloatsPerChunk);
+    update(x, 3 * kFloatsPerChunk);  // past its pointer's guess: the first range learns
     EXPECT_TRUE(hr::memset_async(y, 0, kChunk, stream_).ok());
     update(y, kFloatsPerChunk);  // y = 1
     (void)read(x);

@@ -113,6 +113,24 @@ TEST_F(WriteSets, WithoutTheCheckAMissedPredictionWouldCorruptTheResult) {
   EXPECT_EQ(arena_[farther], 1.25f);  // right: one
 }
 
+// A launch with nothing learned saves the chunk each pointer argument points into and the one
+// after it: an output passed by pointer starts there, so a first launch that writes there is
+// replayed (its element incremented once), and one that writes farther runs once.
+TEST_F(WriteSets, AFirstLaunchWritingAtItsPointerIsReplayedFromThePointerGuess) {
+  float* x = arena_ + 9 * kFloatsPerChunk;
+  auto first = touch(x, kFloatsPerChunk + 3);  // the chunk after the pointer's
+  EXPECT_EQ(first.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  EXPECT_EQ(first.passes_executed, 3u);
+  EXPECT_EQ(first.snapshot_mode, KREPLAY_SNAPSHOT_MODE_WRITE_SET);
+  EXPECT_EQ(first.bytes_snapshotted, 2 * kChunk);
+  EXPECT_EQ(first.bytes_changed, kChunk);
+  EXPECT_EQ(x[kFloatsPerChunk + 3], 1.25f);
+  engine().forget_write_sets_for_test(hostrt::testing::agent_of());
+  auto far = touch(x, 2 * kFloatsPerChunk);  // two chunks on: outside the guess
+  EXPECT_EQ(far.reason, KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN);
+  EXPECT_EQ(x[2 * kFloatsPerChunk], 1.25f);
+}
+
 TEST_F(WriteSets, ALaunchWithOtherBuffersIsPredictedThroughItsPointers) {
   // update(x, n) writes x[0..n) and the module's launch counter. Learned on one part of the
   // arena, it is predicted for another part from its pointer argument.
@@ -225,7 +243,7 @@ TEST_F(WriteSets, AGraphAndItsNodesLearnThenReplayWithWriteSets) {
   auto g = hostrt::graph_create();
   ASSERT_TRUE(g.ok());
   float* x = arena_ + 20 * kFloatsPerChunk;
-  uint32_t n = kFloatsPerChunk;
+  uint32_t n = 3 * kFloatsPerChunk;  // past the two chunks a pointer guesses (pointer_chunks)
   void* params[] = {&x, &n};
   ASSERT_TRUE(hostrt::graph_add_kernel(*g, module().update, {n / 64}, {64}, params).ok());
   std::vector<kreplay_replay_outcome_record_t> outcomes;
@@ -254,30 +272,30 @@ namespace kreplay::test {
 namespace {
 
 // Memory that held zeros before a launch (a fresh allocation, the untouched part of a pool) needs
-// no copy: a first launch that writes only there is replayed with nothing saved, its chunks
-// zeroed again between passes.
-TEST_F(WriteSets, AFirstLaunchIntoZeroedMemoryIsReplayedWithNothingSaved) {
+// no copy: a first launch that writes only there (beyond what its pointer guesses) is replayed
+// with nothing of it saved, its chunks zeroed again between passes.
+TEST_F(WriteSets, AFirstLaunchIntoZeroedMemoryIsReplayedWithoutSavingIt) {
   float* fresh = arena_ + 600 * kFloatsPerChunk;
-  ASSERT_TRUE(hostrt::memset(fresh, 0, 4 * kChunk).ok());
-  auto o = touch(fresh, kFloatsPerChunk + 5);
+  ASSERT_TRUE(hostrt::memset(fresh, 0, 5 * kChunk).ok());
+  auto o = touch(fresh, 2 * kFloatsPerChunk + 5);
   EXPECT_EQ(o.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
   EXPECT_EQ(o.passes_executed, 3u);
   EXPECT_EQ(o.snapshot_mode, KREPLAY_SNAPSHOT_MODE_WRITE_SET);
-  EXPECT_EQ(o.bytes_snapshotted, 0u);
+  EXPECT_EQ(o.bytes_snapshotted, 2 * kChunk);  // the pointer's guess only, not the written chunk
   EXPECT_EQ(o.bytes_changed, kChunk);
   EXPECT_EQ(o.bytes_restored, 2 * kChunk);  // zeroed before passes 1 and 2
-  EXPECT_EQ(fresh[kFloatsPerChunk + 5], 1.0f);
-  EXPECT_EQ(fresh[kFloatsPerChunk + 6], 0.0f);
+  EXPECT_EQ(fresh[2 * kFloatsPerChunk + 5], 1.0f);
+  EXPECT_EQ(fresh[2 * kFloatsPerChunk + 6], 0.0f);
   // The next launch there finds a non-zero chunk: predicted and saved now.
-  o = touch(fresh, kFloatsPerChunk + 5);
+  o = touch(fresh, 2 * kFloatsPerChunk + 5);
   EXPECT_EQ(o.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
   EXPECT_EQ(o.bytes_snapshotted, 2 * kChunk);
-  EXPECT_EQ(fresh[kFloatsPerChunk + 5], 2.0f);
+  EXPECT_EQ(fresh[2 * kFloatsPerChunk + 5], 2.0f);
   // A launch of the same kernel into the next zeroed chunk: predicted (the chunk after the one
   // it wrote), saved and replayed.
-  o = touch(fresh, 2 * kFloatsPerChunk);
+  o = touch(fresh, 3 * kFloatsPerChunk);
   EXPECT_EQ(o.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
-  EXPECT_EQ(fresh[2 * kFloatsPerChunk], 1.0f);
+  EXPECT_EQ(fresh[3 * kFloatsPerChunk], 1.0f);
 }
 
 }  // namespace
