@@ -143,6 +143,20 @@ uint64_t WriteSets::key_of(uint64_t kernel, std::span<const std::byte> args) {
   return h;
 }
 
+uint64_t WriteSets::shape_key_of(uint64_t kernel, std::span<const std::byte> args,
+                                 const ChunkLayout& layout) {
+  uint64_t h = 1469598103934665603ull ^ (kernel * 0x9e3779b97f4a7c15ull) ^ 0x5348415045ull;
+  const size_t words = args.size() / 8;
+  for (size_t w = 0; w < words; ++w) {
+    uint64_t v = word_at(args, w);
+    if (layout.region_of(v) != nullptr) v = 0x504f494e544552ull;  // a pointer, wherever it points
+    h = (h ^ v) * 1099511628211ull;
+  }
+  for (size_t i = words * 8; i < args.size(); ++i)
+    h = (h ^ static_cast<uint64_t>(args[i])) * 1099511628211ull;
+  return h;
+}
+
 WriteSets::RelSet WriteSets::relative(std::span<const std::byte> args,
                                       std::span<const Extent> written, const ChunkLayout& layout) {
   // Argument words that point into a tracked region, by region base: (value, word), sorted.
@@ -198,6 +212,8 @@ std::optional<std::vector<Extent>> WriteSets::predict(uint64_t kernel,
     auto it = exact_.find(key_of(kernel, args));
     if (it != exact_.end()) {
       for (const RelSet& s : it->second.history) translate(s, args, &raw);
+    } else if (auto sh = shape_.find(shape_key_of(kernel, args, layout)); sh != shape_.end()) {
+      translate(sh->second, args, &raw);
     } else if (auto k = latest_.find(kernel); k != latest_.end()) {
       translate(k->second, args, &raw);
     } else {
@@ -222,6 +238,7 @@ void WriteSets::learn(uint64_t kernel, std::span<const std::byte> args,
   std::vector<Extent> w(written.begin(), written.end());
   cap_extents(&w, kMaxExtents);
   RelSet rel = relative(args, w, layout);
+  const uint64_t shape = shape_key_of(kernel, args, layout);
   std::lock_guard lock(mu_);
   ++learned_;
   const uint64_t key = key_of(kernel, args);
@@ -236,12 +253,16 @@ void WriteSets::learn(uint64_t kernel, std::span<const std::byte> args,
   e.used = learned_;
   e.history.push_back(rel);
   while (e.history.size() > kHistory) e.history.pop_front();
+  if (shape_.size() >= kMaxExactKeys && shape_.find(shape) == shape_.end())
+    shape_.erase(shape_.begin());  // bounded; any one goes
+  shape_[shape] = rel;
   latest_[kernel] = std::move(rel);
 }
 
 void WriteSets::clear() {
   std::lock_guard lock(mu_);
   exact_.clear();
+  shape_.clear();
   latest_.clear();
 }
 

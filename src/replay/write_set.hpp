@@ -83,7 +83,8 @@ class WriteSets {
 
   /// What a launch of @p kernel (or a range opening with it) with argument bytes @p args will
   /// write, in whole chunks of @p layout plus the chunk after each extent: from earlier launches
-  /// with the same arguments when there were some, else from the kernel's latest launch,
+  /// with the same arguments when there were some, else from the latest launch of the kernel with
+  /// the same arguments but its pointers (shape_key_of), else from the kernel's latest launch,
   /// translated to these arguments. nullopt: nothing learned yet.
   std::optional<std::vector<Extent>> predict(uint64_t kernel, std::span<const std::byte> args,
                                              const ChunkLayout& layout) const;
@@ -116,6 +117,11 @@ class WriteSets {
     uint64_t used = 0;           // learn() counter when last learned (eviction)
   };
   static uint64_t key_of(uint64_t kernel, std::span<const std::byte> args);
+  /// key_of with every argument word that points into @p layout's regions left out: the same
+  /// kernel called with the same sizes and strides on other buffers (a training step's tensors,
+  /// which the caching allocator places anew) shares it.
+  static uint64_t shape_key_of(uint64_t kernel, std::span<const std::byte> args,
+                               const ChunkLayout& layout);
   static RelSet relative(std::span<const std::byte> args, std::span<const Extent> written,
                          const ChunkLayout& layout);
   static void translate(const RelSet& set, std::span<const std::byte> args,
@@ -123,6 +129,7 @@ class WriteSets {
 
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, Entry> exact_;   // key_of(kernel, args)
+  std::unordered_map<uint64_t, RelSet> shape_;   // shape_key_of(kernel, args), latest
   std::unordered_map<uint64_t, RelSet> latest_;  // kernel
   uint64_t learned_ = 0;
 };

@@ -108,6 +108,24 @@ TEST(WriteSets, OtherArgumentsAreTranslatedThroughThePointersTheyHold) {
   EXPECT_EQ(*p, (std::vector<Extent>{{arena + 501 * kChunk, arena + 504 * kChunk}}));
 }
 
+TEST(WriteSets, TheSameShapeOnOtherBuffersIsPredictedFromItsOwnLastLaunch) {
+  // One elementwise kernel used for two shapes (n = 5 chunks and n = 1 chunk): a launch of the
+  // first shape on new buffers is predicted from the last launch of that shape, not from the
+  // kernel's latest launch (the other shape, which writes less).
+  WriteSets ws;
+  const uint64_t arena = 0x1000000;
+  ChunkLayout l({region(1, arena, 1024 * kChunk)}, kChunk);
+  ws.learn(4, args_of({arena + 10 * kChunk, 5 * kChunk}),
+           std::vector<Extent>{{arena + 10 * kChunk, arena + 15 * kChunk}}, l);
+  ws.learn(4, args_of({arena + 40 * kChunk, kChunk}),
+           std::vector<Extent>{{arena + 40 * kChunk, arena + 41 * kChunk}}, l);
+  EXPECT_EQ(*ws.predict(4, args_of({arena + 200 * kChunk, 5 * kChunk}), l),
+            (std::vector<Extent>{{arena + 200 * kChunk, arena + 206 * kChunk}}));
+  // A shape never seen: the kernel's latest launch, translated.
+  EXPECT_EQ(*ws.predict(4, args_of({arena + 300 * kChunk, 2 * kChunk}), l),
+            (std::vector<Extent>{{arena + 300 * kChunk, arena + 302 * kChunk}}));
+}
+
 TEST(WriteSets, WritesNoArgumentPointsAtAreKeptAbsolute) {
   WriteSets ws;
   ChunkLayout l({region(1, 0x100000, 64 * kChunk), region(2, 0x900000, 64 * kChunk)}, kChunk);
