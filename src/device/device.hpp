@@ -130,6 +130,10 @@ class CounterBackend {
     return Error(KREPLAY_STATUS_ERROR_NOT_AVAILABLE, "this device cannot count over ranges");
   }
 
+  /// Whether a counter set created so far collects metrics by patching the kernels' code (CUDA:
+  /// CUPTI's SASS metrics, smsp__sass_* and sass__*). Code loaded while such a collection runs
+  /// is not launched again inside it (the CUDA interceptor closes the open range first).
+  virtual bool patches_code() const { return false; }
   /// Before a replay window of @p launch opens (kernel replay: before its snapshot; range replay
   /// when the range opens, @p range true), outside any pass, with the device's window held and
   /// a tool counting: a device whose first counted pass carries a one-time start-up cost may

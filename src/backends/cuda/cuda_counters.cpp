@@ -165,6 +165,10 @@ Result<std::shared_ptr<device::CounterSet>> CudaCounterBackend::create(
   auto passes = (*host)->pass_count(names);
   if (!passes.ok()) return passes.status();
   auto set = std::make_shared<CudaCounterSet>(names, *passes);
+  for (const std::string& n : names) {
+    if (n.rfind("smsp__sass_", 0) == 0 || n.rfind("sass__", 0) == 0)
+      patches_code_.store(true, std::memory_order_release);
+  }
   {
     std::lock_guard lock(mu_);
     last_set_ = set;  // the one a warm start collects (cuda_warm_start.cpp)

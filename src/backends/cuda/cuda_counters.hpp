@@ -99,6 +99,7 @@ class CudaCounterBackend final : public device::CounterBackend {
 
   Result<std::vector<device::CounterDesc>> list() override;
   Result<std::shared_ptr<device::CounterSet>> create(const std::vector<std::string>& names) override;
+  bool patches_code() const override { return patches_code_.load(std::memory_order_acquire); }
   Status begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) override;
   Result<std::vector<std::vector<device::CounterValue>>> end_pass(device::Launch& launch) override;
   Status begin_range_pass(device::CounterSet* set, bool first_pass, bool whole_graph,
@@ -184,6 +185,7 @@ class CudaCounterBackend final : public device::CounterBackend {
   Status unavailable_;  // set once when the device cannot be profiled
   bool checked_ = false;
   size_t max_range_launches_ = 64;
+  std::atomic<bool> patches_code_{false};  // a set created so far has SASS-patched metrics
   // Warm start (cuda_warm_start.cpp), under mu_.
   CudaDevice* device_ = nullptr;
   std::weak_ptr<CudaCounterSet> last_set_;  // the config created last

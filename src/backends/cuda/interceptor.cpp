@@ -316,10 +316,11 @@ FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
   // earlier one wrote there. (The host runtime's lazy modules pin it: range_contract_test; on the
   // GPU, lazy_globals' second module.)
   // Lazy loading (CUDA_MODULE_LOADING=LAZY, the default): a kernel whose code is not loaded yet
-  // is loaded by its first launch. That is a module load, and it closes the open range first:
-  // with SASS-patched metrics, a kernel loaded while a range's counter session was running
-  // crashed inside CUPTI when a later pass launched it again (cuFFT's, in convolutionFFT2D).
-  if (loads_at_first_launch(f)) {
+  // is loaded by its first launch. With SASS-patched metrics that closes the open range first: a
+  // kernel loaded while a range's counter session was running crashed inside CUPTI when a later
+  // pass launched it again (cuFFT's, in convolutionFFT2D, on an H100). Without them such loads
+  // stay inside ranges (a first training step loads most of its kernels).
+  if (dev->counters() != nullptr && dev->counters()->patches_code() && loads_at_first_launch(f)) {
     sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
                                                "a kernel's first launch (lazy module loading)");
   }

@@ -220,11 +220,13 @@ Status materialize(ModuleRec& m) {
   std::lock_guard lock(m.load_mu);
   if (m.materialized.load(std::memory_order_relaxed)) return Status::Ok();
   HostDevice* dev = rt().device(m.device);
-  // A module load closes the open range first, as the CUDA interceptor closes it at a lazily
-  // loaded kernel's first launch: the module's variables come to exist, and the range's snapshot
-  // does not hold them, so a later pass would add to what an earlier one wrote there.
-  sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
-                                             "hostrt: lazy module load");
+  // The module's variables come to exist: the open range closes first, since its snapshot does
+  // not hold them and a later pass would add to what an earlier one wrote there (CUDA: the
+  // interceptor closes it at the first launch of a module's kernel that tracks its variables).
+  if (!m.pending_globals.empty()) {
+    sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
+                                               "hostrt: lazy module load");
+  }
   for (const auto& [p, size] : m.pending_globals) {
     sdk::Runtime::get().on_allocate(dev->agent, reinterpret_cast<uint64_t>(p), size,
                                     KREPLAY_MEMORY_KIND_MODULE_GLOBAL);
