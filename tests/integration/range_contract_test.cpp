@@ -281,6 +281,41 @@ TEST_F(Range, ALazilyLoadedModuleClosesTheRangeBeforeItsVariablesExist) {
   EXPECT_EQ(exits[1].outcome.passes_executed, 3u);
 }
 
+// A lazily loaded module without variables stays inside the open range, unless the counters patch
+// the kernels' code (CUDA's SASS metrics): code loaded inside a range's counter session crashed
+// CUPTI when a later pass launched it again, so then its load closes the range first.
+void k_lazy_noop(hr::ThreadContext&) {}
+
+TEST_F(Range, ALazyLoadClosesTheRangeOnlyWhenTheCountersPatchCode) {
+  for (const bool patching : {false, true}) {
+    S().reset();
+    hr::testing::set_counters_patch_code(patching);
+    hr::ModuleDesc d{patching ? "range_lazy_code_patched" : "range_lazy_code",
+                     {{"_Z9lazy_noopv", k_lazy_noop, {}}}, {}};
+    d.lazy = true;
+    auto m = hr::load_module(d);
+    ASSERT_TRUE(m.ok());
+    const hr::Kernel noop = *hr::get_kernel(*m, "_Z9lazy_noopv");
+    float* x = buffer(256, 0.5f);
+    update(x, 256);                                                   // opens a range
+    ASSERT_TRUE(hr::launch(noop, {1}, {32}, stream_, nullptr).ok());  // loads the module
+    update(x, 256);
+    EXPECT_EQ(read(x, 3), expect(0.5f + 0.003f, 2));
+    auto exits = S().exits();
+    hr::testing::set_counters_patch_code(false);
+    if (!patching) {
+      ASSERT_EQ(exits.size(), 1u);
+      EXPECT_EQ(exits[0].outcome.launches, 3u);
+    } else {
+      ASSERT_EQ(exits.size(), 2u);
+      EXPECT_EQ(exits[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_MODULE);
+      EXPECT_EQ(exits[0].close_call, "hostrt: lazy module load");
+      EXPECT_EQ(exits[0].outcome.launches, 1u);
+      EXPECT_EQ(exits[1].outcome.launches, 2u);
+    }
+  }
+}
+
 // A collective communication kernel (NCCL) closes the open range and runs once, outside any range:
 // replaying it would wait for peers that do not replay.
 TEST_F(Range, ACollectiveKernelClosesTheRangeAndRunsOnce) {

@@ -111,6 +111,9 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   DeviceHeap* heap();  ///< created on first use (KREPLAY_HOST_HEAP bytes, default 1 MiB)
   void set_heap_restorable(bool v) { heap_restorable_ = v; }
   void set_heap_set_up(bool v) { heap_set_up_ = v; }
+  /// As CUDA's counters with SASS-patched metrics (CounterBackend::patches_code): then a lazily
+  /// loaded module closes the open range (hostrt), as the CUDA interceptor does.
+  void set_patches_code(bool v) { patches_code_ = v; }
   void skip_heap_restore(bool v) { skip_heap_restore_ = v; }
   /// The host device has no caches: it counts the flushes and models what they leave (for tests:
   /// hostrt::testing). Like CUDA's flush, which is a kernel, one made while a range counter
@@ -122,6 +125,7 @@ class HostDevice final : public device::Device, public device::CounterBackend {
 
   // device::CounterBackend
   Result<std::vector<device::CounterDesc>> list() override;
+  bool patches_code() const override { return patches_code_.load(); }
   Result<std::shared_ptr<device::CounterSet>> create(
       const std::vector<std::string>& names) override;
   Status begin_pass(device::Launch& launch, std::span<device::CounterSet* const> sets) override;
@@ -210,6 +214,7 @@ class HostDevice final : public device::Device, public device::CounterBackend {
   /// Whether a launch set the heap up already: as a CUDA context's, the heap is set up by the
   /// first launch that uses it, which nothing before it can save (save_heap).
   std::atomic<bool> heap_set_up_{false};
+  std::atomic<bool> patches_code_{false};
 };
 
 /// What the host device executes as one submission: a kernel launch or a graph launch.

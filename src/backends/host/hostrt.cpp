@@ -223,7 +223,9 @@ Status materialize(ModuleRec& m) {
   // The module's variables come to exist: the open range closes first, since its snapshot does
   // not hold them and a later pass would add to what an earlier one wrote there (CUDA: the
   // interceptor closes it at the first launch of a module's kernel that tracks its variables).
-  if (!m.pending_globals.empty()) {
+  // With code-patching counters any lazy load closes it (CUDA: code loaded inside a range's
+  // counter session crashed CUPTI when a later pass launched it again).
+  if (!m.pending_globals.empty() || dev->patches_code()) {
     sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
                                                "hostrt: lazy module load");
   }
@@ -307,6 +309,10 @@ void set_heap_restorable(bool restorable, int device) {
   if (rt().ensure().ok() && rt().device(device))
     rt().device(device)->set_heap_restorable(restorable);
 }
+void set_counters_patch_code(bool on, int device) {
+  if (rt().ensure().ok() && rt().device(device)) rt().device(device)->set_patches_code(on);
+}
+
 void set_heap_set_up(bool set_up, int device) {
   if (rt().ensure().ok() && rt().device(device)) rt().device(device)->set_heap_set_up(set_up);
 }

@@ -274,6 +274,9 @@ void skip_heap_restore(bool skip, int device = 0);
 /// Whether a launch set the device heap up already (false: the next heap launch is the first,
 /// runs once, and sets it up, as in a new CUDA context).
 void set_heap_set_up(bool set_up, int device = 0);
+/// Whether @p device's counters patch the kernels' code (as CUDA's SASS metrics do): a lazily
+/// loaded module then closes the open range even without variables.
+void set_counters_patch_code(bool on, int device = 0);
 size_t heap_live_allocations(int device = 0);
 /// Cache flushes the engine asked @p device for (Device::flush_caches): all of them, those made
 /// while a kernel ran, per kernel submission (in order) the flushes since the previous one, and
