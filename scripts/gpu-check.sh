@@ -715,6 +715,15 @@ PY
       note "convlazy $m $l: $(grep -hE "launches:|Test Summary|killed by signal" "$W/convlazy_${m}_$l.log" | tr '\n' ' ' | cut -c1-220)"
     done
     ;;
+  exitclose)  # issue 30 item 5: the cuda-samples that exited with a range open in range replay with
+             # memory calls joining (a deferred free), which the exit handler now closes first
+    B=$(cd "${KREPLAY_SAMPLES_BIN:-.peer/samples-build/bin}" && pwd)
+    step exitclose 120 env KREPLAY_RANGE_MEMORY=join \
+      KREPLAY_SAMPLES_FILTER='^(LargeKernelParameter|batchCUBLAS|cdpSimplePrint)$' \
+      KREPLAY_SAMPLES_LAUNCH_COUNT=8 python3 scripts/cuda_samples_run.py "$B" "$D" "$W/exitclose" native range
+    grep -E "^cuda-samples |FAIL" "$W/exitclose.log" | tee -a "$O/summary.txt"
+    grep -hA30 "crashed; backtrace" "$W"/exitclose/logs/*.log 2>/dev/null | head -60 >>"$O/backtraces.txt"
+    ;;
   peer)  # NVIDIA's cuda-samples (scripts/cuda-samples.sh), modes from KREPLAY_PEER_MODES (all four)
     # shellcheck disable=SC2086
     step peer 590 scripts/cuda-samples.sh run "${KREPLAY_SAMPLES_BIN:-.peer/samples-build/bin}" "$D" \
