@@ -7,7 +7,7 @@ target_include_directories(kreplay_cuda_symbols PUBLIC ${PROJECT_SOURCE_DIR}/src
 target_link_libraries(kreplay_cuda_symbols PUBLIC kreplay_common ${KREPLAY_ELF_SHARED}
                       PRIVATE kreplay_build_flags)
 
-add_library(kreplay_cuda SHARED cuda_backend.cpp device_heap.cpp cuda_counters.cpp cuda_warm_start.cpp graphs.cpp interceptor.cpp interceptor_costs.cpp markers.cpp range_calls.cpp range_free.cpp range_memory.cpp memory_callbacks.cpp injection.cpp
+add_library(kreplay_cuda SHARED cuda_backend.cpp device_heap.cpp cuda_counters.cpp cuda_warm_start.cpp graphs.cpp interceptor.cpp interceptor_costs.cpp kernels.cpp markers.cpp range_calls.cpp range_free.cpp range_memory.cpp memory_callbacks.cpp injection.cpp
             services/cupti_service.cpp services/pc_sampling.cpp services/sass_metrics.cpp
             services/pm_sampling.cpp
             ${CMAKE_CURRENT_SOURCE_DIR}/module_symbols.cpp ${CMAKE_CURRENT_SOURCE_DIR}/vmm_tracker.cpp

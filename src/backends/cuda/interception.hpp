@@ -1,4 +1,4 @@
-// What the CUPTI callback's parts share (interceptor.cpp, memory_callbacks.cpp): the process-wide
+// What the CUPTI callback's parts share (interceptor.cpp, kernels.cpp, memory_callbacks.cpp): the
 // interception state, the in-flight record handed from ENTER to EXIT, and the lookups of devices
 // and streams. Internal to the CUDA backend.
 #pragma once
@@ -112,6 +112,15 @@ inline CUstream stream_of(CUstream stream, bool per_thread) {
 }
 /// Whether a driver call of this name changes an executable graph after instantiation.
 bool is_graph_exec_change(const char* name);
+
+/// kernels.cpp: the kernel id of @p mangled on @p agent (registered with the SDK once).
+uint64_t kernel_id_for(uint64_t agent, const std::string& mangled);
+/// kernels.cpp: CUPTI's module load and unload events (symbol tables, code objects, variables).
+void on_module_loaded(CUcontext ctx, const CUpti_ModuleResourceData* m);
+void on_module_unloading(const CUpti_ModuleResourceData* m);
+/// kernels.cpp: what kreplay knows of @p f (named @p symbol when known), learned at its first
+/// sight, which closes the open range where that launch loads code or makes variables tracked.
+FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol);
 
 /// Allocation, free, array, VMM and capture calls: the inventory and the memory guards.
 void memory_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
