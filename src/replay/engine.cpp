@@ -396,7 +396,6 @@ kreplay_decline_reason_t Engine::save_entry_state(DispatchState& st, Snapshot& s
       baseline_supported(slot)) {
     // The full snapshot did not fit after all: save what the launch is known to write (nothing
     // yet, or what it wrote before) instead.
-    ws.kind = SaveKind::kWriteSet;
     predict_save(slot, /*range=*/false, ws);
     return save_write_set(st, snapshot, t0);
   }

@@ -648,9 +648,9 @@ class Engine {
   /// (@p range: a range's first launch): fills ws.kind, ws.layout and, for kWriteSet, ws.saved.
   void choose_save(DeviceSlot& slot, const std::vector<Region>& regions, bool range,
                    bool allow_write_set, WriteSetWindow& ws);
-  /// A write-set save for @p ws (its layout set): what the write sets learned predict (ws.predicted
-  /// true), else, or where they predict nothing, the chunks its pointer arguments point into.
-  /// Returns ws.predicted.
+  /// Makes @p ws (its layout set) a write-set save: what the write sets learned predict
+  /// (ws.predicted true), else, or where they predict nothing, the chunks its pointer arguments
+  /// point into. Returns ws.predicted.
   bool predict_save(DeviceSlot& slot, bool range, WriteSetWindow& ws);
   /// The device's digest baseline of ws.layout, reusing the slot's when memory has not changed
   /// since it was taken.

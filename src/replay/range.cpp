@@ -484,7 +484,6 @@ kreplay_decline_reason_t Engine::save_range_entry(DeviceSlot& slot, RangeState& 
       return KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE;
     }
     // The full snapshot did not fit after all: save what the range is known to write instead.
-    r.ws.kind = SaveKind::kWriteSet;
     predict_save(slot, range_key, r.ws);
   }
   if (Status s = take_baseline(slot, r.ws); !s.ok()) {

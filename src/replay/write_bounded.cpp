@@ -63,10 +63,7 @@ void Engine::choose_save(DeviceSlot& slot, const std::vector<Region>& regions, b
     std::lock_guard lock(slot.pool_mu);
     if (slot.pool.fits_device(dev, regions)) return;
   }
-  if (predict_save(slot, range, ws)) {
-    ws.kind = SaveKind::kWriteSet;
-    return;
-  }
+  if (predict_save(slot, range, ws)) return;
   if (!forced) {
     // A first launch: the full snapshot still replays it where the part that spills to pinned
     // host memory stays small.
@@ -79,17 +76,19 @@ void Engine::choose_save(DeviceSlot& slot, const std::vector<Region>& regions, b
     const uint64_t host_cap = dev.storage_available(device::StorageTier::kPinnedHost) +
                               slot.pool.held_bytes(device::StorageTier::kPinnedHost);
     if (host <= opt.auto_host_bytes && host <= host_cap) {
-      ws.saved.clear();  // the full snapshot
+      ws.kind = SaveKind::kFull;
+      ws.saved.clear();
       return;
     }
   }
-  // Nothing known: the write-set save with the pointer guess (predict_save). The launch is
-  // replayed if everything else it writes held zeros before (fresh memory, as a first write into
-  // a pool is); otherwise its own run is the only one, and its write set is learned for the next.
-  ws.kind = SaveKind::kWriteSet;
+  // Otherwise ws keeps predict_save's write set for nothing known: the pointers' guess. The
+  // launch is replayed if everything else it writes held zeros before (fresh memory, as a first
+  // write into a pool is); otherwise its own run is the only one, and its write set is learned
+  // for the next.
 }
 
 bool Engine::predict_save(DeviceSlot& slot, bool range, WriteSetWindow& ws) {
+  ws.kind = SaveKind::kWriteSet;
   WriteSets& sets = range ? slot.range_writes : slot.launch_writes;
   std::optional<std::vector<Extent>> predicted = sets.predict(ws.kernel, ws.args, ws.layout);
   ws.predicted = predicted.has_value();

@@ -119,6 +119,15 @@ uint64_t word_at(std::span<const std::byte> args, size_t w) {
   return v;
 }
 
+// fn(word index, value, region) for each 8-byte argument word that points into @p layout.
+template <typename Fn>
+void for_each_pointer(std::span<const std::byte> args, const ChunkLayout& layout, Fn&& fn) {
+  for (size_t w = 0; w < args.size() / 8; ++w) {
+    const uint64_t v = word_at(args, w);
+    if (const Region* r = layout.region_of(v)) fn(w, v, *r);
+  }
+}
+
 // Merge the closest neighbours until at most `cap` extents remain (each merge may save a gap).
 void cap_extents(std::vector<Extent>* e, size_t cap) {
   uint64_t gap = 1;
@@ -145,26 +154,21 @@ uint64_t WriteSets::key_of(uint64_t kernel, std::span<const std::byte> args) {
 
 uint64_t WriteSets::shape_key_of(uint64_t kernel, std::span<const std::byte> args,
                                  const ChunkLayout& layout) {
-  uint64_t h = 1469598103934665603ull ^ (kernel * 0x9e3779b97f4a7c15ull) ^ 0x5348415045ull;
-  const size_t words = args.size() / 8;
-  for (size_t w = 0; w < words; ++w) {
-    uint64_t v = word_at(args, w);
-    if (layout.region_of(v) != nullptr) v = 0x504f494e544552ull;  // a pointer, wherever it points
-    h = (h ^ v) * 1099511628211ull;
-  }
-  for (size_t i = words * 8; i < args.size(); ++i)
-    h = (h ^ static_cast<uint64_t>(args[i])) * 1099511628211ull;
-  return h;
+  // The arguments with each pointer word made one value, wherever it points.
+  std::vector<std::byte> shape(args.begin(), args.end());
+  for_each_pointer(args, layout, [&](size_t w, uint64_t, const Region&) {
+    std::memset(shape.data() + w * 8, 0xff, 8);
+  });
+  return key_of(kernel, shape);
 }
 
 WriteSets::RelSet WriteSets::relative(std::span<const std::byte> args,
                                       std::span<const Extent> written, const ChunkLayout& layout) {
   // Argument words that point into a tracked region, by region base: (value, word), sorted.
   std::map<uint64_t, std::vector<std::pair<uint64_t, int32_t>>> pointers;
-  for (size_t w = 0; w < args.size() / 8; ++w) {
-    const uint64_t v = word_at(args, w);
-    if (const Region* r = layout.region_of(v)) pointers[r->base].emplace_back(v, static_cast<int32_t>(w));
-  }
+  for_each_pointer(args, layout, [&](size_t w, uint64_t v, const Region& r) {
+    pointers[r.base].emplace_back(v, static_cast<int32_t>(w));
+  });
   for (auto& [base, list] : pointers) std::sort(list.begin(), list.end());
   RelSet out;
   out.reserve(written.size());
@@ -226,10 +230,9 @@ std::optional<std::vector<Extent>> WriteSets::predict(uint64_t kernel,
 std::vector<Extent> WriteSets::pointer_chunks(std::span<const std::byte> args,
                                               const ChunkLayout& layout) {
   std::vector<Extent> raw;
-  for (size_t w = 0; w < args.size() / 8 && raw.size() < kMaxPointerGuesses; ++w) {
-    const uint64_t v = word_at(args, w);
-    if (layout.region_of(v) != nullptr) raw.push_back({v, v + 1});
-  }
+  for_each_pointer(args, layout, [&](size_t, uint64_t v, const Region&) {
+    if (raw.size() < kMaxPointerGuesses) raw.push_back({v, v + 1});
+  });
   return layout.to_chunks(raw, /*next_chunk=*/true);
 }
 
