@@ -16,13 +16,10 @@ bool starts_with(const char* s, const char* p) {
 // event recording, context switches); everything else closes the range first.
 kreplay_range_close_reason_t range_close_reason(const char* name) {
   if (name == nullptr) return KREPLAY_RANGE_CLOSE_OTHER;
+  // Of the primary context's calls only Retain, GetState and SetFlags: Release and Reset may
+  // destroy the context and its memory, so they close the range while the context still lives.
   static constexpr const char* kHarmless[] = {
       "cuCtxGet", "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent", "cuDeviceGet",
-      // Retain, GetState, SetFlags; Release and Reset
-      // may destroy the context and its memory: they
-      // close the range while the context still lives
-      // (cudart releases it at exit, before kreplay's
-      // own exit handler would close the range).
       "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxGetState", "cuDevicePrimaryCtxSetFlags",
       "cuDeviceCanAccessPeer", "cuDeviceComputeCapability", "cuDeviceTotalMem",
       "cuDriverGetVersion", "cuFuncGet", "cuFuncSet", "cuFuncIsLoaded", "cuFuncLoad", "cuKernelGet",
