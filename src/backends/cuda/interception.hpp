@@ -12,6 +12,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -67,6 +68,7 @@ struct State {
   std::map<uint32_t, LoadedModule> modules;            // CUPTI module id → module
   std::unordered_map<std::string, uint64_t> kernel_ids;  // mangled → kernel id
   std::unordered_map<uintptr_t, bool> scanned_modules;   // CUmodule/CUlibrary → globals scanned
+  std::unordered_set<uintptr_t> preloaded_modules;      // CUmodule/CUlibrary → all functions loaded
   std::map<uint64_t, CUdevice> vmm_handle_device;         // VMM handle → device
 
   std::mutex vmm_mu;

@@ -177,6 +177,50 @@ bool loads_at_first_launch(CUfunction f) {
   return cuFuncIsLoaded(&loaded, f) != CUDA_SUCCESS || loaded != CU_FUNCTION_LOADING_STATE_LOADED;
 }
 
+// Loads every function of @p f's module (or library) in the current context, once per module:
+// with SASS-patched metrics a lazily loaded kernel closes the open range, and after this the
+// module's other kernels are loaded already, so their first launches stay inside ranges (Thrust's
+// algorithms launch a dozen kernels of one module). Loading a whole module when one of its kernels
+// first runs is what eager loading would have done for it, without loading the modules a program
+// never uses (cuBLAS ships thousands). Returns false when the module was preloaded before.
+bool preload_module(CUfunction f) {
+  InternalScope internal;
+  CUmodule mod = nullptr;
+  CUlibrary lib = nullptr;
+  const uintptr_t key = module_key(f, &mod, &lib);
+  if (key != 0) {
+    std::unique_lock lock(state().mu);
+    if (!state().preloaded_modules.insert(key).second) return false;
+  }
+  unsigned int n = 0;
+  if (mod != nullptr && cuModuleGetFunctionCount(&n, mod) == CUDA_SUCCESS && n > 0) {
+    std::vector<CUfunction> fs(n);
+    if (cuModuleEnumerateFunctions(fs.data(), n, mod) == CUDA_SUCCESS) {
+      for (CUfunction g : fs) cuFuncLoad(g);
+    }
+  } else if (lib != nullptr && cuLibraryGetKernelCount(&n, lib) == CUDA_SUCCESS && n > 0) {
+    std::vector<CUkernel> ks(n);
+    if (cuLibraryEnumerateKernels(ks.data(), n, lib) == CUDA_SUCCESS) {
+      for (CUkernel k : ks) {
+        CUfunction g = nullptr;
+        if (cuKernelGetFunction(&g, k) == CUDA_SUCCESS && g != nullptr) cuFuncLoad(g);
+      }
+    }
+  }
+  cuFuncLoad(f);
+  return true;
+}
+
+// Whether @p f's module was preloaded (preload_module) already.
+bool module_preloaded(CUfunction f) {
+  InternalScope internal;
+  CUmodule mod = nullptr;
+  CUlibrary lib = nullptr;
+  const uintptr_t key = module_key(f, &mod, &lib);
+  std::shared_lock lock(state().mu);
+  return key != 0 && state().preloaded_modules.count(key) > 0;
+}
+
 }  // namespace
 
 FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
@@ -203,10 +247,13 @@ FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
   // is loaded by its first launch. With SASS-patched metrics that closes the open range first: a
   // kernel loaded while a range's counter session was running crashed inside CUPTI when a later
   // pass launched it again (cuFFT's, in convolutionFFT2D, on an H100). Without them such loads
-  // stay inside ranges (a first training step loads most of its kernels).
-  if (dev->counters() != nullptr && dev->counters()->patches_code() && loads_at_first_launch(f)) {
+  // stay inside ranges (a first training step loads most of its kernels). The close loads the
+  // kernel's whole module (preload_module), so one close per module rather than per kernel.
+  if (dev->counters() != nullptr && dev->counters()->patches_code() && loads_at_first_launch(f) &&
+      !module_preloaded(f)) {
     sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
                                                "a kernel's first launch (lazy module loading)");
+    preload_module(f);
   }
   const UntrackedGlobals globals = untracked_module_globals(dev, f, mangled);
   if (!globals.vars.empty()) {
