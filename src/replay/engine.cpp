@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/exit_safe.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
 
@@ -35,10 +36,8 @@ struct ThreadState {
   }
 };
 
-ThreadState& tls() {
-  thread_local ThreadState state;
-  return state;
-}
+// Exit-safe: a range closed by an exit handler opens and drops its window here.
+ThreadState& tls() { return exit_safe_thread_local<ThreadState>(); }
 
 }  // namespace
 

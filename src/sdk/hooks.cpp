@@ -6,6 +6,7 @@
 
 #include <exception>
 
+#include "common/exit_safe.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
 #include "replay/local_context.hpp"
@@ -72,9 +73,12 @@ struct HookData {
 
 namespace {
 
+// Exit-safe: a range closed by an exit handler releases its launches' hook data.
+struct HookFreeList {
+  std::vector<std::unique_ptr<HookData>> list;
+};
 std::vector<std::unique_ptr<HookData>>& hook_free_list() {
-  thread_local std::vector<std::unique_ptr<HookData>> list;
-  return list;
+  return exit_safe_thread_local<HookFreeList>().list;
 }
 
 // Dispatches begin and end on the same thread, so a thread-local free list suffices.

@@ -116,7 +116,7 @@ T check(kreplay::Result<T> r, const char* what) {
                "[--two-kernels] [--sync-every S] [--read-every S] [--memset-every S] [--profiler A "
                "B] [--nvtx NAME A "
                "B] [--hang-after K] "
-               "[--stamp] [--device D] [--peer] [--mark K ACTION]...\n",
+               "[--stamp] [--device D] [--peer] [--mark K ACTION]... [--exit-with-launch]\n",
                why);
   std::exit(64);
 }
@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
            read_every = 0, memset_every = 0;
   uint32_t hang_after = 0, device = 0;
   uint32_t profiler_from = 0, profiler_to = 0, nvtx_from = 0, nvtx_to = 0;
-  bool two_kernels = false, stamps = false, peer = false;
+  bool two_kernels = false, stamps = false, peer = false, exit_open = false;
   std::string die_by, nvtx_name;
   std::vector<std::pair<uint32_t, std::string>> marker_calls;
   for (int i = 1; i < argc; ++i) {
@@ -235,6 +235,8 @@ int main(int argc, char** argv) {
       uint32_t at = number(argc, argv, &i);
       if (i + 1 >= argc) usage("--mark needs K ACTION");
       marker_calls.emplace_back(at, argv[++i]);
+    } else if (a == "--exit-with-launch") {
+      exit_open = true;
     } else if (a == "--peer") {
       peer = true;
     } else if (a == "--device") {
@@ -371,6 +373,14 @@ int main(int argc, char** argv) {
     std::printf("cli-test-app: launch_count = %u, expected %u\n", count,
                 launches + g_thread_launches);
     ++failures;
+  }
+  if (exit_open) {
+    // --exit-with-launch: one more launch, not waited for, and the process exits with its range
+    // open (the tool closes it in an exit handler, after the main thread's thread_locals died).
+    check(hostrt::launch_args(k_bump, {kN / kBlock}, {kBlock}, stream, x, kN), "launch bump");
+    std::printf("cli-test-app: %s\n", failures == 0 ? "OK" : "FAILED");
+    std::fflush(stdout);
+    return failures == 0 ? static_cast<int>(exit_code) : 1;
   }
   check(hostrt::stream_destroy(stream), "destroy stream");
   check(hostrt::free(x), "free x");

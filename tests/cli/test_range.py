@@ -81,6 +81,23 @@ class RangeCounters(RangeCase):
                                           "declined": 0, "declined_by_reason": "",
                                           "not_selected": 0}])
 
+    def test_a_range_open_when_the_application_exits_is_replayed_at_exit(self):
+        # The application returns from main with its last launch not waited for: the range is
+        # closed by the tool's exit handler, after the main thread's thread_locals are destroyed
+        # (glibc runs those first). Closing it there wrote into freed per-thread lists (the
+        # sanitizer tree reported a heap-use-after-free; two cuda-samples aborted on an H100).
+        r, db = self.run_app(["--replay-mode", "range", "--pmc", "ops", "--pmc", "threads_launched"],
+                             ["--launches", 6, "--exit-with-launch"])
+        self.assertNotIn("AddressSanitizer", r.stderr, str(r))
+        self.assertIn("exit 1", r.stderr, str(r))
+        self.assertEqual(e2e.tally(r), [{"launches": 7, "replayed": 7, "passes": 14,
+                                         "declined": 0, "declined_by_reason": "",
+                                         "not_selected": 0}], str(r))
+        d = self.dispatches(db)
+        self.assertEqual(len(d), 7)
+        self.assertTrue(all(x["outcome"] == "replayed" for x in d), str(d))
+        self.assertEqual(len(self.counters(db)), 7 * 2, str(r))
+
     def test_a_range_that_cannot_be_snapshotted_declines_its_launches_as_kernel_replay_does(self):
         # From launch 4 on the device holds memory kreplay does not track: those launches are
         # declined (UNTRACKED_MEMORY) and run once, counted with the first group, and the tally

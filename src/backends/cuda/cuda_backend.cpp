@@ -8,6 +8,7 @@
 
 #include "backends/cuda/graphs.hpp"
 #include "backends/cuda/internal_guard.hpp"
+#include "common/exit_safe.hpp"
 #include "backends/cuda/memory/memory_ops.hpp"
 #include "backends/cuda/services/cupti_service.hpp"
 #include "common/logging.hpp"
@@ -291,11 +292,12 @@ Status CudaDevice::restore(std::span<const device::CopyRegion> regions, uint64_t
 // ---------------------------------------------------------------------------------------------
 namespace {
 
-// Events are reused per thread: launches begin and end on one thread.
-std::vector<CUevent>& event_pool() {
-  thread_local std::vector<CUevent> pool;
-  return pool;
-}
+// Events are reused per thread: launches begin and end on one thread. A range closed by an exit
+// handler gives its launches' events back after the main thread's thread_locals are gone.
+struct EventPool {
+  std::vector<CUevent> events;
+};
+std::vector<CUevent>& event_pool() { return exit_safe_thread_local<EventPool>().events; }
 
 CUevent take_event() {
   auto& pool = event_pool();
