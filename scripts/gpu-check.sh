@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite multigpu writeset writesetbench nvtxsel pcbisect pcprobe pcorder pcstart pcfix heapprobe freeprobe rangefree modload convlazy rangespan real apicost warmstart. (nccl and multigpu need two
+# services servicesbench servicesuite multigpu writeset writesetbench nvtxsel pcbisect pcprobe pcorder pcstart pcfix heapprobe freeprobe rangefree modload convlazy convcrash rangespan real apicost warmprobe warmstart. (nccl and multigpu need two
 # GPUs; with one nccl says SKIP and multigpu checks its programs on the one.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -233,6 +233,13 @@ for section in "${SECTIONS[@]}"; do
       done
     fi
     grep -h "^profiler_api" "$W"/profiler_api_cost*.log | tee -a "$O/summary.txt"
+    ;;
+  warmprobe)  # can the warm start be one pass? range, range_warm_full and range_warm_light of
+             # bench/cuda/profiler_api_cost.cu, each in a process of its own (first Start paid once)
+    for c in range range_warm_full range_warm_light; do
+      step "warmprobe_$c" 120 "$D/bin/profiler_api_cost" 8 "$c"
+    done
+    grep -h "^profiler_api" "$W"/warmprobe_*.log | tee -a "$O/summary.txt"
     ;;
   ncu)  # kreplay vs ncu in kernel replay: two 10-pass sets (TEN: memory system; SM10: SM side), 8 and 1 GiB
     RA=$D/bin/replay_app
@@ -714,6 +721,29 @@ PY
          --replay-mode "$m" --launch-count 30 -d "$W/convlazy_${m}_$l" -o run -- "$B/convolutionFFT2D")
       note "convlazy $m $l: $(grep -hE "launches:|Test Summary|killed by signal" "$W/convlazy_${m}_$l.log" | tr '\n' ' ' | cut -c1-220)"
     done
+    ;;
+  convcrash)  # convolutionFFT2D's intermittent SIGSEGV in kernel replay (libnvperf_host under a
+             # pass's cuLaunchKernel, lazy and eager loading alike): ncu with the same set, and
+             # kreplay without the set's SASS-patched metrics, with only them, and with all of it
+    B=$(cd "${KREPLAY_SAMPLES_BIN:-.peer/samples-build/bin}" && pwd)
+    TEN_FILE=$(dirname "$0")/../tests/gpu/ten_pass_metrics.txt
+    NOSASS=$(grep -v sass "$TEN_FILE" | paste -sd,)
+    SASS=$(grep sass "$TEN_FILE" | paste -sd,)
+    for c in ncu:1 ncu:2 ncu:3 nosass:1 nosass:2 nosass:3 nosass:4 sass:1 sass:2 sass:3 sass:4 \
+             ten:1 ten:2 ten:3 ten:4; do
+      IFS=: read -r v i <<<"$c"
+      case $v in
+        ncu) cmd=(ncu --replay-mode kernel --cache-control all --clock-control none --metrics "$TEN"
+                  --launch-count 30) ;;
+        nosass) cmd=("$K" --metrics "$NOSASS" --replay-mode kernel --launch-count 30 -d "$W/cc_$v$i" -o run --) ;;
+        sass) cmd=("$K" --metrics "$SASS" --replay-mode kernel --launch-count 30 -d "$W/cc_$v$i" -o run --) ;;
+        ten) cmd=("$K" --metrics "$TEN" --replay-mode kernel --launch-count 30 -d "$W/cc_$v$i" -o run --) ;;
+      esac
+      (cd "$B/_own/convolutionFFT2D" 2>/dev/null || cd "$B" || exit
+       step "convcrash_$v$i" 90 "${cmd[@]}" "$B/convolutionFFT2D")
+      note "convcrash $v $i: $(grep -hE "launches:|Test Summary|killed by signal|==ERROR==" "$W/convcrash_$v$i.log" | tr '\n' ' ' | cut -c1-200)"
+    done
+    grep -hA40 "crashed; backtrace" "$W"/convcrash_*.log 2>/dev/null | head -90 >>"$O/backtraces.txt"
     ;;
   exitclose)  # issue 30 item 5: the cuda-samples that exited with a range open in range replay with
              # memory calls joining (a deferred free), which the exit handler now closes first

@@ -24,6 +24,12 @@
 //   api_kept_warm_empty     kept session, one empty BeginPass/EndPass then UnsetConfig +
 //                           SetConfig before dispatch 0
 //   range_warm_full         `range` with a whole throw-away collection before dispatch 0
+//   range_warm_light        `range` with a throw-away collection of the 1-pass `sm1` set before
+//                           dispatch 0, then the set configured for real (a new profiler object,
+//                           as RangeProfiler::configure makes for another set): does dispatch 0
+//                           still pay the first Start (first_start_ms), and are its values whole?
+//                           Run it in a process of its own: a case run earlier in the process has
+//                           paid the context's first Start already.
 //
 //   profiler_api_cost [dispatches=8] [case[,case...]|all] [--list]
 // Prints one `profiler_api_cost case=... set=...` line per case, one `profiler_api_values` line for
@@ -142,21 +148,32 @@ void collect_values(Run& run, const std::vector<kc::RangeValues>& ranges) {
 // (a) range profiler
 // ------------------------------------------------------------------------------------------
 
+enum class RangeWarm { kNone, kFull, kLight };
+
 Run run_range(CUcontext ctx, const std::vector<std::string>& metrics, const Buffers& b,
-              int dispatches, kc::RangeMode mode, bool warm) {
+              int dispatches, kc::RangeMode mode, RangeWarm warm) {
   Run run;
   auto t0 = Clock::now();
   auto rp = check(kc::RangeProfiler::create(ctx));
   // One range, as kreplay's kernel replay sizes the image (cuda_counters.cpp).
-  check(rp->configure(metrics, mode, 1));
+  check(rp->configure(warm == RangeWarm::kLight ? kc::one_pass_sm_metrics() : metrics, mode, 1));
   run.setup_ms = ms_since(t0);
-  if (warm) {
+  if (warm != RangeWarm::kNone) {
     t0 = Clock::now();
     check(rp->begin());
-    run_passes(*rp, "warm", [&] { b.launch_tiny(); }, nullptr);
+    double warm_start_ms = 0;
+    const size_t passes = run_passes(*rp, "warm", [&] { b.launch_tiny(); }, &warm_start_ms);
     check(rp->decode());
-    check(rp->values());
+    size_t nan = 0;
+    for (const auto& r : check(rp->values()))
+      for (double v : r.values) nan += std::isnan(v) ? 1 : 0;
+    // The light warm-up's set differs from the dispatches': configure makes a new object.
+    if (warm == RangeWarm::kLight) check(rp->configure(metrics, mode, 1));
     run.warm_ms = ms_since(t0);
+    char buf[128];
+    std::snprintf(buf, sizeof buf, " warm_passes=%zu warm_first_start_ms=%.3f warm_nan=%zu",
+                  passes, warm_start_ms, nan);
+    run.extra += buf;
   }
   for (int d = 0; d < dispatches; ++d) {
     if (d == 1) rp->reset_costs();
@@ -327,9 +344,10 @@ int main(int argc, char** argv) {
   using R = kc::KeptReset;
   using C = kc::ConfigSource;
   std::vector<Case> cases = {
-      {"range", [&](const auto& m) { return run_range(ctx, m, b, dispatches, M::kAuto, false); }},
+      {"range",
+       [&](const auto& m) { return run_range(ctx, m, b, dispatches, M::kAuto, RangeWarm::kNone); }},
       {"range_user",
-       [&](const auto& m) { return run_range(ctx, m, b, dispatches, M::kUser, false); }},
+       [&](const auto& m) { return run_range(ctx, m, b, dispatches, M::kUser, RangeWarm::kNone); }},
       {"api_per_dispatch", api(S::kPerDispatch, R::kNone, C::kHostApi, false, Warm::kNone)},
       {"api_per_dispatch_auto",
        api(S::kPerDispatch, R::kNone, C::kHostApi, false, Warm::kNone, M::kAuto)},
@@ -341,7 +359,9 @@ int main(int argc, char** argv) {
       {"api_kept_warm", api(S::kKept, R::kNone, C::kHostApi, false, Warm::kFull)},
       {"api_kept_warm_empty", api(S::kKept, R::kNone, C::kHostApi, false, Warm::kEmpty)},
       {"range_warm_full",
-       [&](const auto& m) { return run_range(ctx, m, b, dispatches, M::kAuto, true); }},
+       [&](const auto& m) { return run_range(ctx, m, b, dispatches, M::kAuto, RangeWarm::kFull); }},
+      {"range_warm_light",
+       [&](const auto& m) { return run_range(ctx, m, b, dispatches, M::kAuto, RangeWarm::kLight); }},
   };
   if (list) {
     for (const auto& c : cases) std::printf("%s\n", c.name.c_str());
