@@ -709,8 +709,8 @@ PY
     sed -n '/^real: wall s per mode/,$p' "$W/real.log" | tee -a "$O/summary.txt"
     [[ -f $W/real/real.json ]] && cp "$W/real/real.json" "$O/real.json"
     ;;
-  convlazy)  # issue 30 item 6: cuda-samples' convolutionFFT2D (the crash eager loading is forced for)
-             # under the 10-pass set, 30 launches, with lazy and with the command's (eager) loading
+  convlazy)  # issue 30 item 6: cuda-samples' convolutionFFT2D (the crash eager loading was once forced
+             # for) under the 10-pass set, 30 launches, lazy and with the command's loading (lazy too)
     B=$(cd "${KREPLAY_SAMPLES_BIN:-.peer/samples-build/bin}" && pwd)
     for c in "kernel LAZY" "range LAZY" "kernel default" "range default"; do
       read -r m l <<<"$c"
