@@ -9,8 +9,7 @@
 // closes first, as every free did before.
 // (Handing the runtime a wrapper from cuGetProcAddress's EXIT callback does not work: the CUDA
 // runtime resolves its driver entries before the injection is loaded; free_probe saw no lookup.)
-// Only with KREPLAY_RANGE_MEMORY=join (range_memory::enabled) until NVIDIA's cuda-samples and the
-// framework programs have run with it (the GPU suite, Thrust, CUB and PyTorch have, on an H100).
+// Not with KREPLAY_RANGE_MEMORY=close (range_memory::enabled), where every free closes the range.
 #pragma once
 
 #include <cupti.h>

@@ -15,9 +15,9 @@
 #include "backends/cuda/interception.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "backends/cuda/range_calls.hpp"
-#include "common/env.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
+#include "replay/engine.hpp"
 #include "sdk/runtime.hpp"
 
 namespace kreplay::cuda::range_memory {
@@ -268,16 +268,10 @@ bool classify_unified(uint64_t agent, Op& o) {
 
 }  // namespace
 
-// Until the CUDA path has run on a GPU (bench/RESULTS.md), memory calls join ranges on CUDA only
-// when asked for: KREPLAY_RANGE_MEMORY=join. Otherwise each closes the range, as before (the host
-// device, where the engine's side is tested, joins by default).
-bool enabled() {
-  static const bool on = [] {
-    auto v = env::get("KREPLAY_RANGE_MEMORY");
-    return v && *v == "join";
-  }();
-  return on;
-}
+// As on the host device: memory calls join ranges unless KREPLAY_RANGE_MEMORY=close (on an H100
+// the GPU suite, the framework programs, NVIDIA's cuda-samples, Thrust, CUB and PyTorch training
+// pass in range replay with them joining: bench/RESULTS.md, seventeenth to nineteenth sessions).
+bool enabled() { return replay::default_range_join_memory(); }
 
 bool joinable_call(CUpti_CallbackId cbid) {
   if (!enabled()) return false;

@@ -12,8 +12,8 @@
 
 namespace kreplay::cuda::range_memory {
 
-/// Whether memory calls may join ranges on CUDA at all: only with KREPLAY_RANGE_MEMORY=join until
-/// this path has run on a GPU; otherwise every memory call closes the open range, as before.
+/// Whether memory calls may join ranges on CUDA at all: yes unless KREPLAY_RANGE_MEMORY=close,
+/// which makes every memory call close the open range.
 bool enabled();
 
 /// Whether the driver call @p cbid can stay inside an open range (a memset or copy decoded below,
