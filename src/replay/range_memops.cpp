@@ -28,6 +28,7 @@
 // call on its own per-thread stream).
 #include <algorithm>
 
+#include "common/exit_safe.hpp"
 #include "common/env.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
@@ -44,7 +45,9 @@ struct JoinedCall {
   uint64_t stream = 0;
   const char* call = nullptr;
 };
-thread_local JoinedCall tl_joined;
+// Exit-safe: a static object's destructor may free device memory inside an open range after the
+// main thread's thread_locals are gone (common/exit_safe.hpp).
+JoinedCall& joined_call() { return exit_safe_thread_local<JoinedCall>(); }
 
 // Memory a memory call inside a range may touch: device memory only. The host reads and writes
 // mapped host and managed memory with no call kreplay sees.
@@ -165,6 +168,7 @@ Engine::MemoryJoin Engine::range_memory_begin(uint64_t agent, const MemoryCall& 
   r.chain_events.clear();
   r.ordered_streams.clear();
   memory_changed();
+  JoinedCall& tl_joined = joined_call();
   tl_joined.lock = std::move(lock);
   tl_joined.slot = s;
   tl_joined.stream = op.stream;
@@ -175,8 +179,8 @@ Engine::MemoryJoin Engine::range_memory_begin(uint64_t agent, const MemoryCall& 
 void Engine::range_memory_done(uint64_t agent, bool ok,
                                std::unique_ptr<device::MemoryOp> recorded) {
   (void)agent;
-  JoinedCall joined = std::move(tl_joined);
-  tl_joined = JoinedCall{};
+  JoinedCall joined = std::move(joined_call());
+  joined_call() = JoinedCall{};
   if (joined.slot == nullptr || !joined.lock.owns_lock() || !joined.slot->range) return;
   DeviceSlot& s = *joined.slot;
   RangeState& r = *s.range;

@@ -10,6 +10,7 @@
 #include "backends/cuda/interception.hpp"
 #include "backends/cuda/range_call_names.hpp"
 #include "backends/cuda/range_memory.hpp"
+#include "common/exit_safe.hpp"
 #include "sdk/runtime.hpp"
 
 namespace kreplay::cuda::range_calls {
@@ -60,10 +61,11 @@ bool range_mode() {
   return c != nullptr && c->active.load(std::memory_order_acquire);
 }
 
-std::vector<std::string>& nvtx_stack() {
-  thread_local std::vector<std::string> stack;
-  return stack;
-}
+// Exit-safe: a program's exit handlers may still push and pop NVTX ranges (common/exit_safe.hpp).
+struct NvtxStack {
+  std::vector<std::string> names;
+};
+std::vector<std::string>& nvtx_stack() { return exit_safe_thread_local<NvtxStack>().names; }
 
 void nvtx_callback(CUpti_CallbackId cbid, const CUpti_NvtxData* d) {
   auto& engine = sdk::Runtime::get().engine();
