@@ -133,6 +133,8 @@ struct RangeState;
 uint64_t default_range_capture_bytes();
 /// KREPLAY_RANGE_MEMORY: `join` (default) or `close` (RangeOptions::join_memory).
 bool default_range_join_memory();
+/// KREPLAY_RANGE_HOST_READS: `join` or `close` (the default; RangeOptions::join_host_reads).
+bool default_range_join_host_reads();
 
 struct RangeOptions {
   uint64_t max_launches = 64;  ///< close a range at this many launches
@@ -148,6 +150,12 @@ struct RangeOptions {
   /// A host-to-device copy joins a range with its source bytes captured when the call is made;
   /// one that would take the bytes a range captured past this closes the range instead.
   uint64_t capture_bytes = default_range_capture_bytes();
+  /// A copy from the range's device memory into plain host memory joins the open range too: it
+  /// is not repeated on later passes (the host holds what the application's pass gave it), and
+  /// the device memory that pass left is saved after it and put back after the last pass, so the
+  /// device agrees with what the host read even where a replayed kernel is not deterministic.
+  /// false: such a copy closes the range.
+  bool join_host_reads = default_range_join_host_reads();
 };
 
 /// Everything the engine knows about one logical dispatch while it runs.
@@ -305,6 +313,7 @@ struct RangeMemop {
   uint64_t stream = 0;
   std::unique_ptr<device::MemoryOp> op;
   const char* call = nullptr;
+  bool repeats = true;  ///< submitted again on later passes (not a copy to the host)
 };
 
 /// Where a later pass's submissions stand (range_memops.cpp): the item submitted last, which an
@@ -319,6 +328,16 @@ struct PassCursor {
 
 /// Memory the application allocated inside a replayed range: its content at the allocation,
 /// saved then, is put back before every later pass (range_memops.cpp).
+/// Device memory a range saved at a point of its own and puts back whole or by digest: the regions
+/// (live → storage) and one digest per chunk (range_memops.cpp).
+struct RangeSaved {
+  device::Storage storage{};
+  std::vector<device::CopyRegion> copies;
+  std::vector<uint64_t> digests;
+  uint64_t bytes = 0;
+  bool saved = false;
+};
+
 struct RangeAllocation {
   uint64_t base = 0, size = 0;
   device::Storage storage{};
@@ -404,6 +423,11 @@ struct RangeState {
   std::vector<uint64_t> deferred_bases;
   /// Memory calls that stayed inside the range (memsets, copies, allocations, frees).
   uint64_t memory_calls = 0;
+  /// A copy to the host joined (RangeOptions::join_host_reads): the host has read what the
+  /// application's pass wrote, so the device memory that pass left (first_pass) is saved before
+  /// the first restore and put back after the last pass.
+  bool host_read = false;
+  RangeSaved first_pass;
 };
 
 struct DeviceSlot {
@@ -538,12 +562,18 @@ class Engine {
   // ---- memory calls inside a range (range_memops.cpp) ----
   /// What an application's memory operation does, as range replay needs to know it.
   struct MemoryCall {
-    enum class Kind { kMemset, kCopyDeviceToDevice, kCopyHostToDevice } kind = Kind::kMemset;
+    enum class Kind {
+      kMemset,
+      kCopyDeviceToDevice,
+      kCopyHostToDevice,
+      kCopyDeviceToHost,  ///< RangeOptions::join_host_reads; the application's pass only
+    } kind = Kind::kMemset;
     uint64_t stream = 0;  ///< the stream it is ordered on (as LaunchInfo::stream)
-    uint64_t dst = 0;     ///< the device memory it writes: [dst, dst + bytes)
+    /// The memory it writes: [dst, dst + bytes), device memory (kCopyDeviceToHost: host memory).
+    uint64_t dst = 0;
     uint64_t bytes = 0;
-    /// kCopyDeviceToDevice: the device memory it reads, [src, src + bytes); kCopyHostToDevice:
-    /// the host bytes it reads (captured by the backend when the call is made).
+    /// kCopyDeviceToDevice and kCopyDeviceToHost: the device memory it reads, [src, src + bytes);
+    /// kCopyHostToDevice: the host bytes it reads (captured by the backend when the call is made).
     uint64_t src = 0;
     const char* call = nullptr;  ///< the API call (close_call when it closes the range)
   };
@@ -724,6 +754,12 @@ class Engine {
   Result<uint64_t> restore_allocations(device::Device& dev, RangeState& r);
   /// After the range's last pass: the deferred frees, then the allocations' storage.
   void end_range_memory(device::Device& dev, RangeState& r);
+  /// A range the host read from (RangeState::host_read), after the application's pass and before
+  /// the first restore: save the device memory that pass changed (and the range's allocations).
+  Status save_first_pass(device::Device& dev, RangeState& r);
+  /// After the last pass: put back what save_first_pass saved where a pass left it otherwise, and
+  /// free its storage. Returns the bytes written.
+  Result<uint64_t> put_back_first_pass(device::Device& dev, RangeState& r);
   /// Whether the open range @p r of @p slot stays open across a plain synchronization.
   bool range_spans_sync(const DeviceSlot& slot, const RangeState& r) const;
   /// The slots of @p agent (0: all) that have a range open.

@@ -248,6 +248,27 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
     if (!host_writes_kept) {  // before the first restore
       keep_host_writes(dev, r);
       host_writes_kept = true;
+      // The host read what the application's pass wrote: the device must end as that pass left
+      // it, whatever a later pass writes (put back after the loop).
+      if (r.host_read) {
+        uint64_t t0 = now_ns();
+        if (Status s = save_first_pass(dev, r); !s.ok()) {
+          KR_WARN_ONCE("range-host-read-save",
+                       "range {}: the host read from it, and the device memory its launches "
+                       "changed could not be saved ({}); it is not replayed (counted as "
+                       "declined: snapshot_too_large)",
+                       r.info.range_id, s.message());
+          out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;
+          out.reason = KREPLAY_DECLINE_REASON_SNAPSHOT_TOO_LARGE;
+          stats_.declined.fetch_add(1);
+          break;
+        }
+        uint64_t t1 = now_ns();
+        out.bytes_snapshotted += r.first_pass.bytes;
+        out.snapshot_ns += t1 - t0;
+        r.intervals.push_back(
+            {KREPLAY_REPLAY_INTERVAL_SNAPSHOT, r.pass, t0, t1, r.first_pass.bytes});
+      }
     }
     uint64_t t0 = now_ns();
     Result<uint64_t> restored = r.snapshot.restore(dev, opt.verify_restore);
@@ -338,6 +359,21 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
       out.reason =
           faulted ? KREPLAY_DECLINE_REASON_LAUNCH_FAILED : KREPLAY_DECLINE_REASON_PASS_TIMEOUT;
       break;
+    }
+  }
+  if (r.first_pass.saved) {
+    // Even after a pass that failed: the application saw its own pass.
+    uint64_t t0 = now_ns();
+    Result<uint64_t> put = put_back_first_pass(dev, r);
+    uint64_t t1 = now_ns();
+    if (!put.ok()) {
+      KR_ERROR("range {}: the device memory its first pass left could not be put back ({}); it "
+               "may now differ from what the application read",
+               r.info.range_id, put.status().message());
+    } else {
+      out.bytes_restored += *put;
+      out.restore_ns += t1 - t0;
+      r.intervals.push_back({KREPLAY_REPLAY_INTERVAL_RESTORE, r.pass, t0, t1, *put});
     }
   }
   if (r.ws.kind == SaveKind::kWriteSet && out.outcome == KREPLAY_REPLAY_OUTCOME_REPLAYED &&

@@ -26,10 +26,12 @@
 // launch's write is). Everything else that used to close a range still does (a copy to the host,
 // a peer copy, memory the host can see without a call, another stream's call, another thread's
 // call on its own per-thread stream).
+#include <fmt/format.h>
+
 #include <algorithm>
 
-#include "common/exit_safe.hpp"
 #include "common/env.hpp"
+#include "common/exit_safe.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
 #include "replay/engine.hpp"
@@ -44,6 +46,7 @@ struct JoinedCall {
   DeviceSlot* slot = nullptr;
   uint64_t stream = 0;
   const char* call = nullptr;
+  bool repeats = true;  ///< not a copy to the host (RangeMemop::repeats)
 };
 // Exit-safe: a static object's destructor may free device memory inside an open range after the
 // main thread's thread_locals are gone (common/exit_safe.hpp).
@@ -94,6 +97,20 @@ bool default_range_join_memory() {
   return join;
 }
 
+bool default_range_join_host_reads() {
+  static const bool join = [] {
+    auto v = env::get("KREPLAY_RANGE_HOST_READS");
+    if (!v || v->empty() || *v == "close") return false;
+    if (*v == "join") return true;
+    KR_WARN(
+        "KREPLAY_RANGE_HOST_READS='{}' is not a choice; use join (copies to the host stay inside "
+        "a range) or close (the default: each closes it)",
+        *v);
+    return false;
+  }();
+  return join;
+}
+
 Status PassCursor::wait(uint64_t timeout_ms) const {
   if (op != nullptr) return op->wait(timeout_ms);
   if (launch != nullptr) return launch->wait(timeout_ms, nullptr);
@@ -116,6 +133,8 @@ bool Engine::range_takes_memory_calls(const RangeState& r) const {
 kreplay_range_close_reason_t Engine::memop_blocker(const DeviceSlot& slot, const RangeState& r,
                                                    const MemoryCall& op) const {
   if (!range_takes_memory_calls(r)) return KREPLAY_RANGE_CLOSE_MEMORY;
+  const bool host_read = op.kind == MemoryCall::Kind::kCopyDeviceToHost;
+  if (host_read && !range_options().join_host_reads) return KREPLAY_RANGE_CLOSE_MEMORY;
   if (auto why = range_thread_blocker(slot, r, op.stream); why != KREPLAY_RANGE_CLOSE_NONE)
     return why;
   // Ordered as a launch must be: on the stream of the range's last item, or on a stream that
@@ -123,6 +142,16 @@ kreplay_range_close_reason_t Engine::memop_blocker(const DeviceSlot& slot, const
   if (op.stream != r.stream &&
       std::ranges::find(r.ordered_streams, op.stream) == r.ordered_streams.end())
     return KREPLAY_RANGE_CLOSE_OTHER_STREAM;
+  if (host_read) {
+    // The host reads what the application's pass wrote. Host memory kreplay tracks (mapped,
+    // managed) the range's kernels may read and write too, and a range with the device heap
+    // saves more than memory: those close it, as does a source the range does not save.
+    Region g;
+    if (r.heap || inventory_.find(slot.agent, op.dst, &g) ||
+        (op.bytes > 0 && !in_device_region(inventory_, slot.agent, op.src, op.bytes)))
+      return KREPLAY_RANGE_CLOSE_MEMORY;
+    return KREPLAY_RANGE_CLOSE_NONE;
+  }
   if (op.bytes == 0) return KREPLAY_RANGE_CLOSE_NONE;
   // What it writes must be memory the range saves and restores: tracked device memory of this
   // device (a peer's, the host's or untracked memory would keep what each pass wrote).
@@ -136,6 +165,8 @@ kreplay_range_close_reason_t Engine::memop_blocker(const DeviceSlot& slot, const
       if (!in_device_region(inventory_, slot.agent, op.src, op.bytes))
         return KREPLAY_RANGE_CLOSE_MEMORY;
       break;
+    case MemoryCall::Kind::kCopyDeviceToHost:
+      break;  // above
     case MemoryCall::Kind::kCopyHostToDevice: {
       // Host memory the device can write (mapped, managed) may change under the range's own
       // launches before the copy reads it: the capture would not be what the copy read.
@@ -162,6 +193,8 @@ Engine::MemoryJoin Engine::range_memory_begin(uint64_t agent, const MemoryCall& 
     return MemoryJoin::kNone;
   }
   if (op.kind == MemoryCall::Kind::kCopyHostToDevice && r.plan.replay) r.captured_bytes += op.bytes;
+  const bool host_read = op.kind == MemoryCall::Kind::kCopyDeviceToHost;
+  r.host_read |= host_read;
   // It is the range's latest item: events recorded before it order nothing after it.
   if (op.stream != r.stream) ++r.outcome.streams;
   r.stream = op.stream;
@@ -173,6 +206,7 @@ Engine::MemoryJoin Engine::range_memory_begin(uint64_t agent, const MemoryCall& 
   tl_joined.slot = s;
   tl_joined.stream = op.stream;
   tl_joined.call = op.call;
+  tl_joined.repeats = !host_read;
   return r.plan.replay ? MemoryJoin::kRecord : MemoryJoin::kJoined;
 }
 
@@ -197,7 +231,8 @@ void Engine::range_memory_done(uint64_t agent, bool ok,
     return;
   }
   ++r.memory_calls;
-  r.memops.push_back({r.launches.size(), joined.stream, std::move(recorded), joined.call});
+  r.memops.push_back(
+      {r.launches.size(), joined.stream, std::move(recorded), joined.call, joined.repeats});
 }
 
 void Engine::range_allocation_begin(uint64_t agent, const char* call) {
@@ -299,7 +334,8 @@ bool Engine::range_defer_free(uint64_t agent, uint64_t base, std::function<void(
 bool Engine::resubmit_memops(RangeState& r, size_t index, PassCursor& cursor) {
   const uint64_t timeout = options().drain_timeout_ms;
   for (RangeMemop& m : r.memops) {
-    if (m.before_launch != index) continue;
+    // A copy to the host ran once, on the application's pass: the host holds what it read.
+    if (m.before_launch != index || !m.repeats) continue;
     // On another stream than the item before: the application's events ordered them on pass 0;
     // later passes wait for the item before instead.
     if (cursor.any && cursor.stream != m.stream) {
@@ -350,6 +386,71 @@ void Engine::end_range_memory(device::Device& dev, RangeState& r) {
   for (const RangeAllocation& a : r.allocations) dev.free_storage(a.storage);
   r.allocations.clear();
   r.memops.clear();
+  if (r.first_pass.saved) dev.free_storage(r.first_pass.storage);
+  r.first_pass = {};
+}
+
+Status Engine::save_first_pass(device::Device& dev, RangeState& r) {
+  // What the application's pass changed: the snapshot's chunks that differ now, and the memory
+  // allocated inside the range (restored to its state at the allocation before every pass).
+  const uint64_t chunk_bytes = options().chunk_bytes;
+  ASSIGN_OR_RETURN(std::vector<uint64_t> changed, r.snapshot.changed_chunks(dev));
+  RangeSaved& p = r.first_pass;
+  p = {};
+  constexpr uint64_t kAlign = 256;  // each region's storage starts aligned, as a snapshot's do
+  uint64_t offset = 0, chunk = 0;
+  auto add = [&](uint64_t live, uint64_t size) {
+    p.copies.push_back({live, offset, size, chunk});
+    p.bytes += size;
+    offset += (size + kAlign - 1) / kAlign * kAlign;
+    chunk += device::chunk_count(size, chunk_bytes);
+  };
+  for (uint64_t c : changed) {
+    const auto [live, size] = r.snapshot.chunk_live(c);
+    add(live, size);
+  }
+  for (const RangeAllocation& a : r.allocations) add(a.base, a.size);
+  if (p.copies.empty()) return Status::Ok();  // nothing changed: nothing to put back
+  const device::StorageTier tier = dev.storage_available(device::StorageTier::kDevice) >= offset
+                                       ? device::StorageTier::kDevice
+                                       : device::StorageTier::kPinnedHost;
+  if (dev.storage_available(tier) < offset) {
+    return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,
+                 fmt::format("no storage for the {} its first pass changed", format_bytes(offset)));
+  }
+  ASSIGN_OR_RETURN(p.storage, dev.allocate_storage(tier, offset));
+  for (auto& c : p.copies) c.storage += p.storage.address;
+  p.digests.assign(chunk, 0);
+  if (Status s = dev.snapshot(p.copies, chunk_bytes, p.digests); !s.ok()) {
+    dev.free_storage(p.storage);
+    p = {};
+    return s;
+  }
+  p.saved = true;
+  return Status::Ok();
+}
+
+Result<uint64_t> Engine::put_back_first_pass(device::Device& dev, RangeState& r) {
+  RangeSaved& p = r.first_pass;
+  if (!p.saved) return uint64_t{0};
+  const uint64_t chunk_bytes = options().chunk_bytes;
+  // Only the chunks a later pass left otherwise (a kernel that is not deterministic).
+  std::vector<uint64_t> differ;
+  Status s = dev.find_changed(p.copies, chunk_bytes, p.digests, &differ);
+  if (s.ok() && !differ.empty()) s = dev.restore(p.copies, chunk_bytes, differ);
+  uint64_t bytes = 0;
+  for (uint64_t c : differ) {
+    for (const device::CopyRegion& x : p.copies) {
+      const uint64_t n = device::chunk_count(x.size, chunk_bytes);
+      if (c < x.first_chunk || c >= x.first_chunk + n) continue;
+      bytes += std::min(chunk_bytes, x.size - (c - x.first_chunk) * chunk_bytes);
+      break;
+    }
+  }
+  dev.free_storage(p.storage);
+  p = {};
+  RETURN_IF_ERROR(s);
+  return bytes;
 }
 
 }  // namespace kreplay::replay

@@ -113,7 +113,7 @@ T check(kreplay::Result<T> r, const char* what) {
   std::fprintf(stderr,
                "cli-test-app: %s\nusage: kreplay-cli-test-app [--launches N] [--sleep-ms MS] "
                "[--exit-code C] [--die term|segv|abort|kill --after K] [--untracked-from K] "
-               "[--two-kernels] [--sync-every S] [--read-every S] [--memset-every S] [--profiler A "
+               "[--two-kernels] [--sync-every S] [--read-every S] [--read-async-every S] [--memset-every S] [--profiler A "
                "B] [--nvtx NAME A "
                "B] [--hang-after K] "
                "[--stamp] [--device D] [--peer] [--mark K ACTION]... [--exit-with-launch]\n",
@@ -197,7 +197,7 @@ uint32_t number(int argc, char** argv, int* i) {
 
 int main(int argc, char** argv) {
   uint32_t launches = 4, exit_code = 0, after = 0, untracked_from = 0, sync_every = 0,
-           read_every = 0, memset_every = 0;
+           read_every = 0, memset_every = 0, read_async_every = 0;
   uint32_t hang_after = 0, device = 0;
   uint32_t profiler_from = 0, profiler_to = 0, nvtx_from = 0, nvtx_to = 0;
   bool two_kernels = false, stamps = false, peer = false, exit_open = false;
@@ -221,6 +221,8 @@ int main(int argc, char** argv) {
       sync_every = number(argc, argv, &i);
     } else if (a == "--read-every") {
       read_every = number(argc, argv, &i);
+    } else if (a == "--read-async-every") {
+      read_async_every = number(argc, argv, &i);
     } else if (a == "--memset-every") {
       memset_every = number(argc, argv, &i);
     } else if (a == "--profiler") {
@@ -289,6 +291,7 @@ int main(int argc, char** argv) {
   uint8_t w_expected = 0;
   check(hostrt::memset(w, 0, kN), "clear w");
 
+  int read_failures = 0;
   std::printf("cli-test-app: %u launches of bump\n", launches);
   std::fflush(stdout);
   void* untracked = nullptr;
@@ -321,6 +324,19 @@ int main(int argc, char** argv) {
       uint32_t first = 0;
       check(hostrt::memcpy(&first, x, sizeof(first)), "read back x[0]");
     }
+    // --read-async-every S: x[0] read back on the app's own stream and checked (a range keeps
+    // going through it with KREPLAY_RANGE_HOST_READS=join).
+    if (read_async_every != 0 && l % read_async_every == 0) {
+      uint32_t first = 0;
+      check(hostrt::memcpy_async(&first, x, sizeof(first), stream), "read x[0] on the stream");
+      check(hostrt::stream_synchronize(stream), "synchronize");
+      const uint32_t bumps_so_far = two_kernels ? (l + 1) / 2 : l;
+      if (marker_calls.empty() && first != bumps_so_far) {
+        std::printf("cli-test-app: x[0] read after launch %u = %u, expected %u\n", l, first,
+                    bumps_so_far);
+        ++read_failures;
+      }
+    }
     if (l == hang_after) {
       // An application that will not stop: it ignores the signals that ask it to (set after the
       // tool installed its handlers, which then pass the signal on to SIG_IGN) and sleeps.
@@ -351,7 +367,7 @@ int main(int argc, char** argv) {
   const uint32_t marks = two_kernels ? launches / 2 : 0;
   const uint32_t bumps = launches - marks;
   check(hostrt::memcpy(&count, g_launch_count, sizeof(count)), "read launch_count");
-  int failures = 0;
+  int failures = read_failures;
   for (uint32_t i = 0; i < kN; ++i) {
     if (got_w[i] != w_expected) {
       std::printf("cli-test-app: w[%u] = %u, expected %u\n", i, got_w[i], w_expected);

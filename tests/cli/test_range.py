@@ -186,6 +186,29 @@ class RangeAcrossSynchronizations(RangeCase):
         self.assertIn("4 ranges held 8 launches", line)
         self.assertNotIn("memory calls stayed", line)
 
+    def test_copies_to_the_host_stay_inside_the_range_with_KREPLAY_RANGE_HOST_READS_join(self):
+        # x[0] read back on the app's stream after launches 2, 4, 6, 8, each value checked by the
+        # app: by default each read closes the range; with join one range holds all 8 launches
+        # and the 4 reads, which run once (the app's own pass) and read what that pass wrote.
+        app = ["--launches", 8, "--read-async-every", 2]
+        r, db = self.run_app(self.GROUPS, app)
+        line = self.range_line(r)
+        self.assertIn("4 ranges held 8 launches", line)
+        self.assertIn("closed by memory 4 (at hostrt::memcpy_async 4)", line)
+        r, db = self.run_app(self.GROUPS, app, directory="join",
+                             env={"KREPLAY_RANGE_HOST_READS": "join"})
+        line = self.range_line(r)
+        self.assertIn("1 ranges held 8 launches", line)
+        self.assertIn("4 memory calls stayed inside 1 range", line)
+        d = self.dispatches(db)
+        self.assertEqual(len(d), 8)
+        self.assertTrue(all(x["outcome"] == "replayed" and x["passes_executed"] == 2 for x in d))
+        r, db = self.run_app(self.GROUPS, ["--launches", 2, "--read-async-every", 1],
+                             directory="bad", env={"KREPLAY_RANGE_HOST_READS": "sometimes"})
+        warnings = [l for l in r.kreplay_lines if "KREPLAY_RANGE_HOST_READS" in l]
+        self.assertEqual(len(warnings), 1, str(r))
+        self.assertIn("2 ranges held 2 launches", self.range_line(r))
+
     def test_KREPLAY_RANGE_SYNC_close_closes_a_range_at_every_synchronization(self):
         r, db = self.run_app(self.GROUPS, ["--launches", 8, "--sync-every", 2],
                              env={"KREPLAY_RANGE_SYNC": "close"})

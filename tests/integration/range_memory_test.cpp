@@ -287,5 +287,91 @@ TEST_F(RangeMemory, AMemsetOnAStreamOrderedByAnEventJoins) {
   EXPECT_TRUE(hr::stream_destroy(other).ok());
 }
 
+// Copies to the host (KREPLAY_RANGE_HOST_READS=join, RangeOptions::join_host_reads).
+
+// x[0] = the number of times the kernel ran in this process: a kernel whose later passes write
+// what the application's did not (as a float atomic reduction may), from a host counter no
+// snapshot holds.
+std::atomic<uint32_t> g_runs{0};
+void k_stamp(hr::ThreadContext& t) {
+  auto* x = t.arg<float*>(0);
+  if (t.global_thread_id() == 0) t.store(&x[0], static_cast<float>(++g_runs));
+}
+
+class RangeHostReads : public RangeMemory {
+ protected:
+  void SetUp() override {
+    RangeMemory::SetUp();
+    host_reads(true);
+  }
+  void host_reads(bool on) {
+    set_range([on](replay::RangeOptions& o) { o.join_host_reads = on; });
+  }
+  // The value at x[i], read with a copy that closes the range.
+  float read_closing(const float* x, uint32_t i = 7) {
+    host_reads(false);
+    return read(x, i);
+  }
+};
+
+TEST_F(RangeHostReads, ACopyToTheHostStaysInTheRangeAndReadsTheApplicationsPass) {
+  float* x = buffer(256, 0.5f);
+  update(x, 256);
+  float mid = 0, mid_async = 0;
+  ASSERT_TRUE(hr::memcpy(&mid, x + 7, sizeof(mid)).ok());
+  update(x, 256);
+  ASSERT_TRUE(hr::memcpy_async(&mid_async, x + 7, sizeof(mid_async), stream_).ok());
+  ASSERT_TRUE(hr::stream_synchronize(stream_).ok());  // span_syncs is off here: it closes
+  EXPECT_EQ(mid, expect(v(0.5f, 7), 1));
+  EXPECT_EQ(mid_async, expect(v(0.5f, 7), 2));
+  EXPECT_EQ(read_closing(x), expect(v(0.5f, 7), 2));  // each update ran once for the application
+  auto r = one_range(2);
+  EXPECT_EQ(r.outcome.close_reason, KREPLAY_RANGE_CLOSE_SYNCHRONIZE);
+  EXPECT_EQ(r.outcome.memory_calls, 2u);  // the two copies to the host
+  EXPECT_EQ(*g_counter, 2u);
+}
+
+TEST_F(RangeHostReads, TheDeviceEndsAsTheHostReadItEvenWhereALaterPassWritesOtherwise) {
+  auto m = hr::load_module({"host_reads_module", {{"_Z5stampPf", k_stamp, {8}}}, {}});
+  ASSERT_TRUE(m.ok());
+  const hr::Kernel stamp = *hr::get_kernel(*m, "_Z5stampPf");
+  float* x = buffer(256, 0.5f);
+  g_runs = 0;
+  ASSERT_TRUE(hr::launch_args(stamp, {1}, {64}, stream_, x).ok());
+  float seen = 0;
+  ASSERT_TRUE(hr::memcpy(&seen, x, sizeof(seen)).ok());
+  update(x, 256);  // the range goes on after the copy: x[0] = 2 * stamp + 1
+  EXPECT_TRUE(S().exits().empty()) << "the copy to the host closed the range";
+  EXPECT_EQ(seen, 1.0f);
+  // Passes 1 and 2 stamped 2 and 3: without the first pass put back, x[0] would be 7.
+  EXPECT_EQ(read_closing(x, 0), 3.0f);
+  EXPECT_EQ(g_runs.load(), 3u);
+  auto r = one_range(2);
+  EXPECT_GT(r.outcome.bytes_restored, 0u);
+}
+
+TEST_F(RangeHostReads, CopiesToTheHostCloseTheRangeByDefaultAndIntoMemoryKreplayTracks) {
+  float* x = buffer(256, 0.5f);
+  auto* mapped = static_cast<float*>(*hr::malloc_host_mapped(256 * sizeof(float)));
+  update(x, 256);
+  ASSERT_TRUE(hr::memcpy_async(mapped, x, 256 * sizeof(float), stream_).ok());  // mapped: closes
+  update(x, 256);
+  host_reads(false);  // KREPLAY_RANGE_HOST_READS=close, the default
+  float v7 = 0;
+  ASSERT_TRUE(hr::memcpy(&v7, x + 7, sizeof(v7)).ok());
+  EXPECT_EQ(v7, expect(v(0.5f, 7), 2));
+  auto exits = S().exits();
+  ASSERT_EQ(exits.size(), 2u);
+  for (const auto& e : exits) {
+    EXPECT_EQ(e.outcome.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
+    EXPECT_EQ(e.outcome.passes_executed, 3u);
+    EXPECT_EQ(e.outcome.memory_calls, 0u);
+  }
+  EXPECT_EQ(exits[0].close_call, "hostrt::memcpy_async");
+  EXPECT_EQ(exits[1].close_call, "hostrt::memcpy");
+  EXPECT_FALSE(replay::default_range_join_host_reads());
+  EXPECT_TRUE(hr::free(mapped).ok());
+}
+
 }  // namespace
 }  // namespace kreplay::test

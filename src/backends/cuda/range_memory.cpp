@@ -32,7 +32,8 @@ struct Op {
   unsigned value = 0;         ///< memset: the element's value
   CUdeviceptr dst = 0;
   CUdeviceptr src = 0;        ///< device copy
-  const void* host = nullptr; ///< host copy: the application's buffer (read at ENTER only)
+  /// Host copy: the application's buffer (read at ENTER only); a copy to the host: where it goes.
+  const void* host = nullptr;
   size_t count = 0;           ///< elements (memset) or bytes (copy) of one row
   size_t pitch = 0, height = 1;  ///< 2D memsets (height 1 otherwise)
   CUstream stream = nullptr;
@@ -126,6 +127,8 @@ class CudaMemoryOp final : public device::MemoryOp {
       }
     } else if (o.kind == Kind::kCopyDeviceToDevice) {
       KR_CU(cuMemcpyDtoDAsync(o.dst, o.src, o.count, o.stream));
+    } else if (o.kind == Kind::kCopyDeviceToHost) {
+      // The application's pass only (RangeMemop::repeats): the host holds what it read.
     } else {
       // From the bytes captured at the application's call (pageable: the driver stages them
       // before it returns; they stay with this object until the range closes).
@@ -183,6 +186,9 @@ Op copy(const void* params, Kind kind, bool async, bool per_thread) {
   if constexpr (requires { p->srcHost; }) {
     o.dst = p->dstDevice;
     o.host = p->srcHost;
+  } else if constexpr (requires { p->dstHost; }) {
+    o.host = p->dstHost;
+    o.src = p->srcDevice;
   } else if constexpr (requires { p->srcDevice; }) {
     o.dst = p->dstDevice;
     o.src = p->srcDevice;
@@ -237,6 +243,10 @@ std::optional<Op> decode(CUpti_CallbackId cbid, const void* p) {
     case KR_CBID(cuMemcpyHtoD_v2_ptds): return copy<cuMemcpyHtoD_v2_ptds_params>(p, Kind::kCopyHostToDevice, false, true);
     case KR_CBID(cuMemcpyHtoDAsync_v2): return copy<cuMemcpyHtoDAsync_v2_params>(p, Kind::kCopyHostToDevice, true, false);
     case KR_CBID(cuMemcpyHtoDAsync_v2_ptsz): return copy<cuMemcpyHtoDAsync_v2_ptsz_params>(p, Kind::kCopyHostToDevice, true, true);
+    case KR_CBID(cuMemcpyDtoH_v2): return copy<cuMemcpyDtoH_v2_params>(p, Kind::kCopyDeviceToHost, false, false);
+    case KR_CBID(cuMemcpyDtoH_v2_ptds): return copy<cuMemcpyDtoH_v2_ptds_params>(p, Kind::kCopyDeviceToHost, false, true);
+    case KR_CBID(cuMemcpyDtoHAsync_v2): return copy<cuMemcpyDtoHAsync_v2_params>(p, Kind::kCopyDeviceToHost, true, false);
+    case KR_CBID(cuMemcpyDtoHAsync_v2_ptsz): return copy<cuMemcpyDtoHAsync_v2_ptsz_params>(p, Kind::kCopyDeviceToHost, true, true);
     case KR_CBID(cuMemcpy): return copy<cuMemcpy_params>(p, Kind::kCopyDeviceToDevice, false, false);
     case KR_CBID(cuMemcpy_ptds): return copy<cuMemcpy_ptds_params>(p, Kind::kCopyDeviceToDevice, false, true);
     case KR_CBID(cuMemcpyAsync): return copy<cuMemcpyAsync_params>(p, Kind::kCopyDeviceToDevice, true, false);
@@ -252,12 +262,22 @@ bool unified(CUpti_CallbackId cbid) {
 
 /// cuMemcpy and cuMemcpyAsync name no direction: a source the inventory tracks is device memory
 /// (the engine checks its kind), one the driver does not know is pageable host memory; any other
-/// (untracked device or registered memory) is no copy a range can hold.
+/// (untracked device or registered memory) is no copy a range can hold. From device memory into
+/// pageable host memory it is a copy to the host.
 bool classify_unified(uint64_t agent, Op& o) {
   replay::Region g;
-  if (sdk::Runtime::get().inventory().find(agent, o.src, &g)) return true;
   InternalScope internal;
   unsigned type = 0;
+  if (sdk::Runtime::get().inventory().find(agent, o.src, &g)) {
+    if (!sdk::Runtime::get().inventory().find(agent, o.dst, &g) &&
+        cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, o.dst) ==
+            CUDA_ERROR_INVALID_VALUE) {
+      o.kind = Kind::kCopyDeviceToHost;
+      o.host = reinterpret_cast<const void*>(o.dst);
+      o.dst = 0;
+    }
+    return true;
+  }
   CUresult r = cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, o.src);
   if (r != CUDA_ERROR_INVALID_VALUE) return false;
   o.kind = Kind::kCopyHostToDevice;
@@ -273,6 +293,12 @@ bool classify_unified(uint64_t agent, Op& o) {
 // pass in range replay with them joining: bench/RESULTS.md, seventeenth to nineteenth sessions).
 bool enabled() { return replay::default_range_join_memory(); }
 
+namespace {
+// Copies to the host join only with KREPLAY_RANGE_HOST_READS=join (RangeOptions::join_host_reads;
+// not yet run on a GPU).
+bool host_reads() { return sdk::Runtime::get().engine().range_options().join_host_reads; }
+}  // namespace
+
 bool joinable_call(CUpti_CallbackId cbid) {
   if (!enabled()) return false;
   switch (cbid) {
@@ -286,8 +312,10 @@ bool joinable_call(CUpti_CallbackId cbid) {
     case KR_CBID(cuMemFreeAsync):
     case KR_CBID(cuMemFreeAsync_ptsz):
       return true;
-    default:
-      return decode(cbid, nullptr).has_value();
+    default: {
+      const std::optional<Op> op = decode(cbid, nullptr);
+      return op && (op->kind != Kind::kCopyDeviceToHost || host_reads());
+    }
   }
 }
 
@@ -300,10 +328,11 @@ bool call_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   // Into a stream being captured the call becomes a graph node and runs nothing now.
   if (interception::capture_status(op->stream)) return false;
   if (unified(cbid) && !classify_unified(dev->agent, *op)) return false;
+  if (op->kind == Kind::kCopyDeviceToHost && !host_reads()) return false;
   replay::Engine::MemoryCall call;
   call.kind = op->kind;
   call.stream = reinterpret_cast<uint64_t>(op->stream);
-  call.dst = op->dst;
+  call.dst = op->kind == Kind::kCopyDeviceToHost ? reinterpret_cast<uint64_t>(op->host) : op->dst;
   call.bytes = op->kind == Kind::kMemset ? op->extent() : op->count;
   call.src = op->kind == Kind::kCopyHostToDevice ? reinterpret_cast<uint64_t>(op->host) : op->src;
   call.call = cb->functionName;

@@ -2,7 +2,9 @@
 // untracked, stream-ordered from a pool), frees, copies and memsets.
 //
 // Range replay (docs/design.md, "Range replay"): a memset, a copy into device memory (from the
-// same device or from host memory) and a device allocation or free do not close the open range
+// same device or from host memory), a copy from device memory into plain host memory (with
+// RangeOptions::join_host_reads; run on pass 0 only) and a device allocation or free do not close
+// the open range
 // (from another thread than the range's, only on a stream all threads share). Each memory operation
 // asks Engine::range_memory_begin; when it joins, the call is submitted on its stream as pass 0 and
 // a HostMemoryOp (the same work, with a host source's bytes captured at the call) is handed to the
@@ -327,6 +329,14 @@ std::optional<replay::Engine::MemoryCall::Kind> copy_kind(const void* dst, const
   return replay::Engine::MemoryCall::Kind::kCopyDeviceToDevice;
 }
 
+/// The device a copy from @p src into @p dst reads when it is a copy to the host a range may hold
+/// (RangeOptions::join_host_reads): from device memory into host memory hostrt did not allocate.
+std::optional<int> host_read_device(const void* dst, const void* src) {
+  Allocation d, s;
+  if (allocation_of(dst, &d) || !allocation_of(src, &s) || !range_memory_kind(s.kind)) return {};
+  return s.device;
+}
+
 /// The copy's work. From host memory the bytes are taken now (as CUDA stages pageable memory),
 /// so the host may reuse its buffer at once; every later pass of a range copies the same bytes.
 std::function<void()> copy_work(void* dst, const void* src, size_t bytes, bool capture) {
@@ -347,6 +357,12 @@ Status memcpy(void* dst, const void* src, size_t bytes) {
     const bool host = *kind == replay::Engine::MemoryCall::Kind::kCopyHostToDevice;
     if (s && offer_to_range(*kind, s, default_stream(device), dst, src, bytes,
                             copy_work(dst, src, bytes, host), true, "hostrt::memcpy"))
+      return Status::Ok();
+  } else if (auto from = host_read_device(dst, src)) {
+    auto s = rt().stream(default_stream(*from));
+    if (s && offer_to_range(replay::Engine::MemoryCall::Kind::kCopyDeviceToHost, s,
+                            default_stream(*from), dst, src, bytes,
+                            copy_work(dst, src, bytes, false), true, "hostrt::memcpy"))
       return Status::Ok();
   }
   std::vector<replay::Engine::MemoryGuard> guards;
@@ -400,6 +416,11 @@ Status memcpy_async(void* dst, const void* src, size_t bytes, Stream stream) {
     if (offer_to_range(*kind, s, stream, dst, src, bytes, copy_work(dst, src, bytes, from_host),
                        false, "hostrt::memcpy_async"))
       return Status::Ok();
+  } else if (host_read_device(dst, src) == s->device() &&
+             offer_to_range(replay::Engine::MemoryCall::Kind::kCopyDeviceToHost, s, stream, dst,
+                            src, bytes, copy_work(dst, src, bytes, false), false,
+                            "hostrt::memcpy_async")) {
+    return Status::Ok();
   }
   std::vector<replay::Engine::MemoryGuard> guards;
   const auto devs = copy_devices(dst, src, s->device());
