@@ -3,7 +3,7 @@
 #   scripts/gpu-check.sh <dist-dir> <out-dir> [section ...]
 # Sections (default: all, in this order): unit suite injection counters cli torch frameworks fwsuite fwrange nccl
 # overhead storage permission passcost ncu range rangecli rangebench, and on request traffic divergence graphprobe peer
-# services servicesbench servicesuite multigpu writeset writesetbench nvtxsel pcbisect pcprobe pcorder pcstart pcfix heapprobe freeprobe rangefree modload convlazy convcrash rangespan real apicost warmprobe warmstart. (nccl and multigpu need two
+# services servicesbench servicesuite multigpu writeset writesetbench nvtxsel pcbisect pcprobe pcorder pcstart pcfix heapprobe freeprobe rangefree modload convlazy convcrash hostreads rangespan real apicost warmprobe warmstart. (nccl and multigpu need two
 # GPUs; with one nccl says SKIP and multigpu checks its programs on the one.) suite and range leave out the framework programs (torch.compile, JAX,
 # CuPy, Triton: tests/gpu/apps/*.py), which compile from a cold cache in every run; fwsuite and fwrange run the suite
 # on them alone, frameworks under the kreplay command. KREPLAY_FW_APPS="app ..." picks some of them (default all five),
@@ -334,6 +334,18 @@ PY
     grep -E "FAIL" "$W/range_suite.log" | head -5 | tee -a "$O/summary.txt"
     step range_counters 300 python3 tests/gpu/counters_check.py "$D" "$W/range_counters" --range
     tail -4 "$W/range_counters.log" | tee -a "$O/summary.txt"
+    ;;
+  hostreads)  # range replay with copies to the host inside ranges (KREPLAY_RANGE_HOST_READS=join):
+              # the range suite's self-checks, then bench/real's compaction and torch_train
+    step hostreads_suite 330 env KREPLAY_RANGE_HOST_READS=join KREPLAY_SUITE_MODE=range \
+      KREPLAY_SUITE_EXCLUDE="$FW_ALL" tests/gpu/run_gpu_suite.sh "$D" "$W/hostreads_suite"
+    tail -1 "$W/hostreads_suite.log" | tee -a "$O/summary.txt"
+    grep -E "FAIL" "$W/hostreads_suite.log" | head -5 | tee -a "$O/summary.txt"
+    step hostreads_real 500 env KREPLAY_RANGE_HOST_READS=join python3 bench/real/run.py \
+      --bin "$D/bin" --kreplay "$K" --out "$W/hostreads_real" --timeout 150 \
+      --programs "${KREPLAY_REAL_PROGRAMS:-compaction,torch_train}"
+    grep -hE "^[a-z0-9_]+ +[0-9]+ ranges|^TOTAL|range/ncu|CORRECTNESS|FAIL" "$W/hostreads_real.log" |
+      tee -a "$O/summary.txt"
     ;;
   rangespan)  # ranges across synchronizations and event-ordered streams (event_streams), kernel vs range
     step range_span 400 python3 tests/gpu/range_span_check.py "$D" "$W/range_span"
