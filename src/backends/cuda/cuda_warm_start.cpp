@@ -18,6 +18,7 @@
 
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/cuda_counters.hpp"
+#include "backends/cuda/cupti/metric_sets.hpp"
 #include "backends/cuda/cupti/range_profiler.hpp"
 #include "backends/cuda/internal_guard.hpp"
 #include "common/env.hpp"
@@ -27,9 +28,25 @@
 namespace kreplay::cuda {
 namespace {
 
-bool warm_start_enabled() {
-  static const bool on = env::get_bool("KREPLAY_WARM_START", true);
-  return on;
+// KREPLAY_WARM_START: 1 (the default) a whole collection of the dispatch's set; light (an
+// experiment, not yet measured on a GPU) a whole collection of a one-pass set instead, after
+// which the dispatch's own set starts on a fresh profiler object
+// (bench/cuda/profiler_api_cost's range_warm_light asks whether that still moves the first
+// Start); 0 none.
+enum class WarmMode { kOff, kFull, kLight };
+
+WarmMode warm_mode() {
+  static const WarmMode mode = [] {
+    const auto v = env::get("KREPLAY_WARM_START");
+    if (v && *v == "light") return WarmMode::kLight;
+    if (v && !v->empty() && *v != "0" && *v != "1" && *v != "true" && *v != "false" &&
+        *v != "on" && *v != "off" && *v != "yes" && *v != "no") {
+      KR_WARN("KREPLAY_WARM_START='{}' is not a choice; use 1 (the default), 0 or light", *v);
+      return WarmMode::kFull;
+    }
+    return env::get_bool("KREPLAY_WARM_START", true) ? WarmMode::kFull : WarmMode::kOff;
+  }();
+  return mode;
 }
 
 /// A warm-up collection never needs more passes than this (the 16-metric set takes 10).
@@ -47,7 +64,8 @@ void CudaCounterBackend::warm_start(device::Launch& launch, bool range) {
   // range profiler would mark the context as one that counted (below); where it cannot be
   // enabled, this collection's own enable fails, falls back (profiler_for_current_context) and
   // counts as a failed warm start.
-  if (!warm_start_enabled() || !range_profiler_counter_api()) return;
+  const WarmMode warm = warm_mode();
+  if (warm == WarmMode::kOff || !range_profiler_counter_api()) return;
   auto* cl = dynamic_cast<CudaLaunch*>(&launch);
   if (cl == nullptr || cl->capturing) return;
   InternalScope internal;
@@ -88,8 +106,10 @@ void CudaCounterBackend::warm_start(device::Launch& launch, bool range) {
     ASSIGN_OR_RETURN(cupti::RangeProfiler * rp, profiler_for_current_context());
     profiling = true;
     const cupti::RangeProfilerCosts before = rp->costs();
-    if (rp->metrics() != set->names() || rp->mode() != mode || rp->max_ranges() < ranges) {
-      RETURN_IF_ERROR(rp->configure(set->names(), mode, ranges));
+    const std::vector<std::string> metrics =
+        warm == WarmMode::kLight ? cupti::one_pass_sm_metrics() : set->names();
+    if (rp->metrics() != metrics || rp->mode() != mode || rp->max_ranges() < ranges) {
+      RETURN_IF_ERROR(rp->configure(metrics, mode, ranges));
     }
     RETURN_IF_ERROR(rp->begin());
     for (bool done = false; !done; ++passes) {
