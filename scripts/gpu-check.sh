@@ -240,6 +240,15 @@ for section in "${SECTIONS[@]}"; do
       step "warmprobe_$c" 120 "$D/bin/profiler_api_cost" 8 "$c"
     done
     grep -h "^profiler_api" "$W"/warmprobe_*.log | tee -a "$O/summary.txt"
+    # kreplay itself, range replay of Thrust's sort and scan: the whole warm-up, the one-pass one
+    # (KREPLAY_WARM_START=light) and none; wall ms (step), digest, and counter values left empty
+    for w in 1 light 0 1 light 0; do
+      n=$((${n:-0} + 1))
+      step "warm_${w}_$n" 60 env KREPLAY_WARM_START=$w KREPLAY_PRINT_COSTS=1 "$K" --replay-mode range \
+        --metrics "$TEN" -d "$W/warm_${w}_$n" -o run -- "$D/bin/real_thrust_sort_scan"
+      nulls=$(python3 -c "import sqlite3,glob,sys; c=sqlite3.connect(glob.glob(sys.argv[1]+'/*.db')[0]); print(c.execute('select count(*), sum(value is null) from counters').fetchone())" "$W/warm_${w}_$n" 2>&1)
+      note "warm $w: $(grep -h "RESULT\|cost warm_start \|cost start " "$W/warm_${w}_$n.log" | tr -s ' ' | tr '\n' ' ' | cut -c1-300) counters(rows, null)=$nulls"
+    done
     ;;
   ncu)  # kreplay vs ncu in kernel replay: two 10-pass sets (TEN: memory system; SM10: SM side), 8 and 1 GiB
     RA=$D/bin/replay_app
