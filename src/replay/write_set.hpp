@@ -134,4 +134,28 @@ class WriteSets {
   uint64_t learned_ = 0;
 };
 
+/// How a window saves memory (write_bounded.cpp).
+enum class SaveKind {
+  kNone,  ///< nothing saved (not replayed)
+  kFull,  ///< every tracked region of the scope
+  /// The predicted write set (empty when nothing is known yet: then every chunk the launch
+  /// writes must have held zeros), proven by digests of all tracked memory.
+  kWriteSet,
+};
+
+/// What a window knows of its write-bounded snapshot (kWriteSet), and, for a full snapshot, the
+/// layout its changed chunks are learned in.
+struct WriteSetWindow {
+  SaveKind kind = SaveKind::kNone;
+  ChunkLayout layout;         ///< every tracked region of the device, as the digests see it
+  std::vector<Extent> saved;  ///< kWriteSet: the chunks saved
+  bool predicted = false;     ///< kWriteSet: `saved` came from a prediction (else nothing known)
+  /// kWriteSet: chunks of `layout` the application's pass changed outside `saved` that held zeros
+  /// before (fresh memory): restored by Device::zero_chunks, with no copy.
+  std::vector<uint64_t> zeroed;
+  uint64_t kernel = 0;          ///< the key: the (first) launch's kernel ...
+  std::vector<std::byte> args;  ///< ... and its argument bytes
+  bool learned = false;         ///< the application's pass was measured and learned
+};
+
 }  // namespace kreplay::replay
