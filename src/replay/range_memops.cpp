@@ -83,31 +83,31 @@ uint64_t default_range_capture_bytes() {
   return bytes;
 }
 
+namespace {
+
+// KREPLAY_RANGE_MEMORY, KREPLAY_RANGE_HOST_READS: `join` or `close`; @p fallback when unset, or
+// when not a choice (said once: @p joins is what join keeps inside a range).
+bool join_or_close(const char* name, bool fallback, const char* joins) {
+  auto v = env::get(name);
+  if (!v || v->empty()) return fallback;
+  if (*v == "join") return true;
+  if (*v == "close") return false;
+  KR_WARN("{}='{}' is not a choice; use join ({} stay inside a range) or close (each closes it); "
+          "{} is used",
+          name, *v, joins, fallback ? "join" : "close");
+  return fallback;
+}
+
+}  // namespace
+
 bool default_range_join_memory() {
-  static const bool join = [] {
-    auto v = env::get("KREPLAY_RANGE_MEMORY");
-    if (!v || v->empty() || *v == "join") return true;
-    if (*v == "close") return false;
-    KR_WARN(
-        "KREPLAY_RANGE_MEMORY='{}' is not a choice; use join (the default: memsets, copies "
-        "into device memory, allocations and frees stay inside a range) or close",
-        *v);
-    return true;
-  }();
+  static const bool join = join_or_close(
+      "KREPLAY_RANGE_MEMORY", true, "memsets, copies into device memory, allocations and frees");
   return join;
 }
 
 bool default_range_join_host_reads() {
-  static const bool join = [] {
-    auto v = env::get("KREPLAY_RANGE_HOST_READS");
-    if (!v || v->empty() || *v == "close") return false;
-    if (*v == "join") return true;
-    KR_WARN(
-        "KREPLAY_RANGE_HOST_READS='{}' is not a choice; use join (copies to the host stay inside "
-        "a range) or close (the default: each closes it)",
-        *v);
-    return false;
-  }();
+  static const bool join = join_or_close("KREPLAY_RANGE_HOST_READS", false, "copies to the host");
   return join;
 }
 
