@@ -26,13 +26,18 @@ int64_t get_int(const char* name, int64_t fallback) {
   return value;
 }
 
+std::optional<bool> parse_bool(std::string_view text) {
+  std::string v;
+  for (char c : text) v.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  return std::nullopt;
+}
+
 bool get_bool(const char* name, bool fallback) {
   auto text = get(name);
   if (!text || text->empty()) return fallback;
-  std::string v;
-  for (char c : *text) v.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
-  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  if (std::optional<bool> b = parse_bool(*text)) return *b;
   KR_WARN_ONCE(name, "{}='{}' is not a boolean; using {}", name, *text, fallback ? 1 : 0);
   return fallback;
 }

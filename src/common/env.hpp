@@ -17,6 +17,8 @@ int64_t get_int(const char* name, int64_t fallback);
 
 /// Boolean (1/0, true/false, yes/no, on/off); @p fallback when unset or malformed.
 bool get_bool(const char* name, bool fallback);
+/// @p text as get_bool reads it (1/0, true/false, yes/no, on/off, any case), or nullopt.
+std::optional<bool> parse_bool(std::string_view text);
 
 /// Split @p text on @p sep, dropping empty parts.
 std::vector<std::string> split(std::string_view text, char sep);

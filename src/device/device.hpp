@@ -8,11 +8,13 @@
 // one device. Launch objects are used only by the thread that intercepted the launch.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.hpp"
@@ -57,6 +59,16 @@ struct CopyRegion {
 /// [first_chunk, first_chunk + ceil(size / chunk_bytes)).
 inline uint64_t chunk_count(uint64_t size, uint64_t chunk_bytes) {
   return (size + chunk_bytes - 1) / chunk_bytes;
+}
+
+/// Live address and size of @p chunk of @p regions (numbered as above, regions in chunk order).
+inline std::pair<uint64_t, uint64_t> chunk_live(std::span<const CopyRegion> regions,
+                                                uint64_t chunk_bytes, uint64_t chunk) {
+  auto it = std::upper_bound(regions.begin(), regions.end(), chunk,
+                             [](uint64_t c, const CopyRegion& r) { return c < r.first_chunk; });
+  const CopyRegion& r = *(it - 1);  // the region holding `chunk`: the last whose first_chunk <= it
+  const uint64_t offset = (chunk - r.first_chunk) * chunk_bytes;
+  return {r.live + offset, std::min(chunk_bytes, r.size - offset)};
 }
 
 /// Start and end of one executed pass, in the SDK clock (kreplay::now_ns()).

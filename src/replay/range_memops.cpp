@@ -26,8 +26,6 @@
 // launch's write is). Everything else that used to close a range still does (a copy to the host,
 // a peer copy, memory the host can see without a call, another stream's call, another thread's
 // call on its own per-thread stream).
-#include <fmt/format.h>
-
 #include <algorithm>
 
 #include "common/env.hpp"
@@ -96,6 +94,17 @@ bool join_or_close(const char* name, bool fallback, const char* joins) {
           "{} is used",
           name, *v, joins, fallback ? "join" : "close");
   return fallback;
+}
+
+// Storage for @p bytes a range saves at a point of its own (an allocation inside it, what its first
+// pass changed): device memory where it fits, else pinned host memory.
+Result<device::Storage> range_storage(device::Device& dev, uint64_t bytes) {
+  const device::StorageTier tier = dev.storage_available(device::StorageTier::kDevice) >= bytes
+                                       ? device::StorageTier::kDevice
+                                       : device::StorageTier::kPinnedHost;
+  if (dev.storage_available(tier) < bytes)
+    return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES, "no snapshot storage for it");
+  return dev.allocate_storage(tier, bytes);
 }
 
 }  // namespace
@@ -272,14 +281,7 @@ void Engine::range_allocated(uint64_t agent, uint64_t base, uint64_t size, const
   uint64_t t0 = now_ns();
   if (saved.ok()) {
     std::unique_lock window(s->window_mu);
-    const device::StorageTier tier = dev.storage_available(device::StorageTier::kDevice) >= size
-                                         ? device::StorageTier::kDevice
-                                         : device::StorageTier::kPinnedHost;
-    Result<device::Storage> storage =
-        dev.storage_available(tier) >= size
-            ? dev.allocate_storage(tier, size)
-            : Result<device::Storage>(
-                  Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES, "no snapshot storage for it"));
+    Result<device::Storage> storage = range_storage(dev, size);
     if (!storage.ok()) {
       saved = storage.status();
     } else {
@@ -411,14 +413,7 @@ Status Engine::save_first_pass(device::Device& dev, RangeState& r) {
   }
   for (const RangeAllocation& a : r.allocations) add(a.base, a.size);
   if (p.copies.empty()) return Status::Ok();  // nothing changed: nothing to put back
-  const device::StorageTier tier = dev.storage_available(device::StorageTier::kDevice) >= offset
-                                       ? device::StorageTier::kDevice
-                                       : device::StorageTier::kPinnedHost;
-  if (dev.storage_available(tier) < offset) {
-    return Error(KREPLAY_STATUS_ERROR_OUT_OF_RESOURCES,
-                 fmt::format("no storage for the {} its first pass changed", format_bytes(offset)));
-  }
-  ASSIGN_OR_RETURN(p.storage, dev.allocate_storage(tier, offset));
+  ASSIGN_OR_RETURN(p.storage, range_storage(dev, offset));
   for (auto& c : p.copies) c.storage += p.storage.address;
   p.digests.assign(chunk, 0);
   if (Status s = dev.snapshot(p.copies, chunk_bytes, p.digests); !s.ok()) {
@@ -439,14 +434,7 @@ Result<uint64_t> Engine::put_back_first_pass(device::Device& dev, RangeState& r)
   Status s = dev.find_changed(p.copies, chunk_bytes, p.digests, &differ);
   if (s.ok() && !differ.empty()) s = dev.restore(p.copies, chunk_bytes, differ);
   uint64_t bytes = 0;
-  for (uint64_t c : differ) {
-    for (const device::CopyRegion& x : p.copies) {
-      const uint64_t n = device::chunk_count(x.size, chunk_bytes);
-      if (c < x.first_chunk || c >= x.first_chunk + n) continue;
-      bytes += std::min(chunk_bytes, x.size - (c - x.first_chunk) * chunk_bytes);
-      break;
-    }
-  }
+  for (uint64_t c : differ) bytes += device::chunk_live(p.copies, chunk_bytes, c).second;
   dev.free_storage(p.storage);
   p = {};
   RETURN_IF_ERROR(s);

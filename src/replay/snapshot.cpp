@@ -229,13 +229,7 @@ Result<std::vector<uint64_t>> Snapshot::changed_chunks(device::Device& dev) {
 }
 
 std::pair<uint64_t, uint64_t> Snapshot::chunk_live(uint64_t chunk) const {
-  const auto& copies = placement_.copies;
-  auto it =
-      std::upper_bound(copies.begin(), copies.end(), chunk,
-                       [](uint64_t c, const device::CopyRegion& r) { return c < r.first_chunk; });
-  const auto& r = *(it - 1);  // the region holding `chunk`: the last whose first_chunk <= chunk
-  const uint64_t offset = (chunk - r.first_chunk) * chunk_bytes_;
-  return {r.live + offset, std::min(chunk_bytes_, r.size - offset)};
+  return device::chunk_live(placement_.copies, chunk_bytes_, chunk);
 }
 
 Result<uint64_t> Snapshot::restore(device::Device& dev, bool verify) {

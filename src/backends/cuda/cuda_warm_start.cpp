@@ -38,13 +38,11 @@ enum class WarmMode { kOff, kFull, kLight };
 WarmMode warm_mode() {
   static const WarmMode mode = [] {
     const auto v = env::get("KREPLAY_WARM_START");
-    if (v && *v == "light") return WarmMode::kLight;
-    if (v && !v->empty() && *v != "0" && *v != "1" && *v != "true" && *v != "false" &&
-        *v != "on" && *v != "off" && *v != "yes" && *v != "no") {
-      KR_WARN("KREPLAY_WARM_START='{}' is not a choice; use 1 (the default), 0 or light", *v);
-      return WarmMode::kFull;
-    }
-    return env::get_bool("KREPLAY_WARM_START", true) ? WarmMode::kFull : WarmMode::kOff;
+    if (!v || v->empty()) return WarmMode::kFull;
+    if (*v == "light") return WarmMode::kLight;
+    if (std::optional<bool> on = env::parse_bool(*v)) return *on ? WarmMode::kFull : WarmMode::kOff;
+    KR_WARN("KREPLAY_WARM_START='{}' is not a choice; use 1 (the default), 0 or light", *v);
+    return WarmMode::kFull;
   }();
   return mode;
 }
