@@ -8,9 +8,9 @@
 
 #include "backends/cuda/graphs.hpp"
 #include "backends/cuda/internal_guard.hpp"
-#include "common/exit_safe.hpp"
 #include "backends/cuda/memory/memory_ops.hpp"
 #include "backends/cuda/services/cupti_service.hpp"
+#include "common/exit_safe.hpp"
 #include "common/logging.hpp"
 #include "common/util.hpp"
 #include "sdk/runtime.hpp"

@@ -177,21 +177,23 @@ bool loads_at_first_launch(CUfunction f) {
   return cuFuncIsLoaded(&loaded, f) != CUDA_SUCCESS || loaded != CU_FUNCTION_LOADING_STATE_LOADED;
 }
 
-// Loads every function of @p f's module (or library) in the current context, once per module:
-// with SASS-patched metrics a lazily loaded kernel closes the open range, and after this the
-// module's other kernels are loaded already, so their first launches stay inside ranges (Thrust's
-// algorithms launch a dozen kernels of one module). Loading a whole module when one of its kernels
-// first runs is what eager loading would have done for it, without loading the modules a program
-// never uses (cuBLAS ships thousands). Returns false when the module was preloaded before.
-bool preload_module(CUfunction f) {
+// With SASS-patched metrics, the first launch of a kernel that lazy loading has not loaded yet
+// closes the open range and loads every function of its module (or library) in the current
+// context, so the module's other kernels are loaded already and their first launches stay inside
+// ranges (Thrust's algorithms launch a dozen kernels of one module). That is what eager loading
+// would have done for the module, without loading the modules a program never uses (cuBLAS ships
+// thousands). Once per module.
+void close_and_preload_module(CudaDevice* dev, CUfunction f) {
   InternalScope internal;
   CUmodule mod = nullptr;
   CUlibrary lib = nullptr;
   const uintptr_t key = module_key(f, &mod, &lib);
   if (key != 0) {
     std::unique_lock lock(state().mu);
-    if (!state().preloaded_modules.insert(key).second) return false;
+    if (!state().preloaded_modules.insert(key).second) return;
   }
+  sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
+                                             "a kernel's first launch (lazy module loading)");
   unsigned int n = 0;
   if (mod != nullptr && cuModuleGetFunctionCount(&n, mod) == CUDA_SUCCESS && n > 0) {
     std::vector<CUfunction> fs(n);
@@ -207,18 +209,6 @@ bool preload_module(CUfunction f) {
       }
     }
   }
-  cuFuncLoad(f);
-  return true;
-}
-
-// Whether @p f's module was preloaded (preload_module) already.
-bool module_preloaded(CUfunction f) {
-  InternalScope internal;
-  CUmodule mod = nullptr;
-  CUlibrary lib = nullptr;
-  const uintptr_t key = module_key(f, &mod, &lib);
-  std::shared_lock lock(state().mu);
-  return key != 0 && state().preloaded_modules.count(key) > 0;
 }
 
 }  // namespace
@@ -248,13 +238,9 @@ FuncInfo* func_info(CudaDevice* dev, CUfunction f, const char* symbol) {
   // kernel loaded while a range's counter session was running crashed inside CUPTI when a later
   // pass launched it again (cuFFT's, in convolutionFFT2D, on an H100). Without them such loads
   // stay inside ranges (a first training step loads most of its kernels). The close loads the
-  // kernel's whole module (preload_module), so one close per module rather than per kernel.
-  if (dev->counters() != nullptr && dev->counters()->patches_code() && loads_at_first_launch(f) &&
-      !module_preloaded(f)) {
-    sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,
-                                               "a kernel's first launch (lazy module loading)");
-    preload_module(f);
-  }
+  // kernel's whole module, so one close per module rather than per kernel.
+  if (dev->counters() != nullptr && dev->counters()->patches_code() && loads_at_first_launch(f))
+    close_and_preload_module(dev, f);
   const UntrackedGlobals globals = untracked_module_globals(dev, f, mangled);
   if (!globals.vars.empty()) {
     sdk::Runtime::get().engine().range_barrier(dev->agent, KREPLAY_RANGE_CLOSE_MODULE,

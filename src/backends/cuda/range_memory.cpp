@@ -260,16 +260,20 @@ bool unified(CUpti_CallbackId cbid) {
          cbid == KR_CBID(cuMemcpyAsync) || cbid == KR_CBID(cuMemcpyAsync_ptsz);
 }
 
+// Copies to the host join only with KREPLAY_RANGE_HOST_READS=join (RangeOptions::join_host_reads;
+// not yet run on a GPU).
+bool host_reads() { return sdk::Runtime::get().engine().range_options().join_host_reads; }
+
 /// cuMemcpy and cuMemcpyAsync name no direction: a source the inventory tracks is device memory
 /// (the engine checks its kind), one the driver does not know is pageable host memory; any other
 /// (untracked device or registered memory) is no copy a range can hold. From device memory into
-/// pageable host memory it is a copy to the host.
+/// pageable host memory it is a copy to the host, asked about only when those may join.
 bool classify_unified(uint64_t agent, Op& o) {
   replay::Region g;
   InternalScope internal;
   unsigned type = 0;
   if (sdk::Runtime::get().inventory().find(agent, o.src, &g)) {
-    if (!sdk::Runtime::get().inventory().find(agent, o.dst, &g) &&
+    if (host_reads() && !sdk::Runtime::get().inventory().find(agent, o.dst, &g) &&
         cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, o.dst) ==
             CUDA_ERROR_INVALID_VALUE) {
       o.kind = Kind::kCopyDeviceToHost;
@@ -293,11 +297,6 @@ bool classify_unified(uint64_t agent, Op& o) {
 // pass in range replay with them joining: bench/RESULTS.md, seventeenth to nineteenth sessions).
 bool enabled() { return replay::default_range_join_memory(); }
 
-namespace {
-// Copies to the host join only with KREPLAY_RANGE_HOST_READS=join (RangeOptions::join_host_reads;
-// not yet run on a GPU).
-bool host_reads() { return sdk::Runtime::get().engine().range_options().join_host_reads; }
-}  // namespace
 
 bool joinable_call(CUpti_CallbackId cbid) {
   if (!enabled()) return false;
