@@ -756,9 +756,8 @@ PY
       case $v in
         ncu) cmd=(ncu --replay-mode kernel --cache-control all --clock-control none --metrics "$TEN"
                   --launch-count 30) ;;
-        nosass) cmd=("$K" --metrics "$NOSASS" --replay-mode kernel --launch-count 30 -d "$W/cc_$v$i" -o run --) ;;
-        sass) cmd=("$K" --metrics "$SASS" --replay-mode kernel --launch-count 30 -d "$W/cc_$v$i" -o run --) ;;
-        ten) cmd=("$K" --metrics "$TEN" --replay-mode kernel --launch-count 30 -d "$W/cc_$v$i" -o run --) ;;
+        *) case $v in nosass) m=$NOSASS ;; sass) m=$SASS ;; *) m=$TEN ;; esac
+           cmd=("$K" --metrics "$m" --replay-mode kernel --launch-count 30 -d "$W/cc_$v$i" -o run --) ;;
       esac
       (cd "$B/_own/convolutionFFT2D" 2>/dev/null || cd "$B" || exit
        step "convcrash_$v$i" 90 "${cmd[@]}" "$B/convolutionFFT2D")
