@@ -70,6 +70,9 @@ typedef enum kreplay_range_close_reason_t {
   KREPLAY_RANGE_CLOSE_OTHER,         ///< any other API call that may observe memory
   KREPLAY_RANGE_CLOSE_SIGNAL,        ///< the process is ending on a signal
                                      ///< (kreplay_range_replay_close_open)
+  /** A launch that opened a range before, whose write set learned there the range has not saved
+   * (a write-bounded range, DESIGN.md §3): it opens a range of its own, predicted from that. */
+  KREPLAY_RANGE_CLOSE_WRITE_SET,
   KREPLAY_RANGE_CLOSE_LAST,
 } kreplay_range_close_reason_t;
 

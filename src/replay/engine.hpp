@@ -544,6 +544,10 @@ class Engine {
                                            uint64_t t0,
                                            std::unique_lock<std::shared_mutex>& window);
   void add_to_range(DeviceSlot& slot, DispatchState& st);
+  /// Whether a write-bounded range @p r has saved what @p st wrote when it opened a range before
+  /// (true when it never did: nothing is known of it alone).
+  bool range_saves_joiner(const DeviceSlot& slot, const RangeState& r,
+                          const DispatchState& st) const;
   void close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, const char* call = nullptr);
   // memory calls inside a range (range_memops.cpp); slot.range_mu held
   /// Why a launch or memory call on @p stream, made now on this thread, cannot join @p r for

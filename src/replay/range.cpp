@@ -265,6 +265,8 @@ void Engine::range_enter(DispatchState& st) {
       why = KREPLAY_RANGE_CLOSE_OTHER;
     } else if (!st.launch->recordable()) {
       why = KREPLAY_RANGE_CLOSE_OTHER;
+    } else if (!range_saves_joiner(slot, *slot.range, st)) {
+      why = KREPLAY_RANGE_CLOSE_WRITE_SET;
     }
     if (why != KREPLAY_RANGE_CLOSE_NONE) close_range(slot, why);
   }
@@ -546,6 +548,24 @@ kreplay_decline_reason_t Engine::save_range_full(DeviceSlot& slot, RangeState& r
   r.outcome.snapshot_ns = t1 - t0;
   r.intervals.push_back({KREPLAY_REPLAY_INTERVAL_SNAPSHOT, 0, t0, t1, bytes});
   return KREPLAY_DECLINE_REASON_NONE;
+}
+
+bool Engine::range_saves_joiner(const DeviceSlot& slot, const RangeState& r,
+                                const DispatchState& st) const {
+  // A write-bounded range saved what ranges that opened with its first launch wrote. A launch
+  // joining it that opened a range of its own before (a training step's ranges were cut by an
+  // allocation the first time, or by another thread) may write beyond that: joined, the range
+  // would be a first occurrence of its shape, run once to learn (WRITE_SET_UNKNOWN). Closed here
+  // instead, the launch opens a range predicted from what it wrote then, and the range before
+  // keeps the shape its own prediction knows; ranges that repeat join as before.
+  if (r.ws.kind != SaveKind::kWriteSet || st.launch->graph() != nullptr) return true;
+  // Only a range that opened with these very arguments: one opened by the same kernel on other
+  // buffers (the same shape) wrote what the launches after it wrote, which translated to this
+  // launch's pointers lands elsewhere (an elementwise kernel twice in one range would close it).
+  std::optional<std::vector<Extent>> joiner =
+      slot.range_writes.predict(st.info.kernel_id, st.launch->info().arg_bytes, r.ws.layout,
+                                /*exact_only=*/true);
+  return !joiner || covers(r.ws.saved, *joiner);
 }
 
 void Engine::add_to_range(DeviceSlot& slot, DispatchState& st) {

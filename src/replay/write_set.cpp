@@ -209,13 +209,16 @@ void WriteSets::translate(const RelSet& set, std::span<const std::byte> args,
 
 std::optional<std::vector<Extent>> WriteSets::predict(uint64_t kernel,
                                                       std::span<const std::byte> args,
-                                                      const ChunkLayout& layout) const {
+                                                      const ChunkLayout& layout,
+                                                      bool exact_only) const {
   std::vector<Extent> raw;
   {
     std::lock_guard lock(mu_);
     auto it = exact_.find(key_of(kernel, args));
     if (it != exact_.end()) {
       for (const RelSet& s : it->second.history) translate(s, args, &raw);
+    } else if (exact_only) {
+      return std::nullopt;
     } else if (auto sh = shape_.find(shape_key_of(kernel, args, layout)); sh != shape_.end()) {
       translate(sh->second, args, &raw);
     } else if (auto k = latest_.find(kernel); k != latest_.end()) {

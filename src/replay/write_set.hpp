@@ -85,9 +85,11 @@ class WriteSets {
   /// write, in whole chunks of @p layout plus the chunk after each extent: from earlier launches
   /// with the same arguments when there were some, else from the latest launch of the kernel with
   /// the same arguments but its pointers (shape_key_of), else from the kernel's latest launch,
-  /// translated to these arguments. nullopt: nothing learned yet.
+  /// translated to these arguments. nullopt: nothing learned yet. With @p exact_only, only
+  /// earlier launches with these very arguments count.
   std::optional<std::vector<Extent>> predict(uint64_t kernel, std::span<const std::byte> args,
-                                             const ChunkLayout& layout) const;
+                                             const ChunkLayout& layout,
+                                             bool exact_only = false) const;
   /// Argument words looked at by pointer_chunks, at most.
   static constexpr size_t kMaxPointerGuesses = 64;
   /// A guess for a launch with nothing (or nothing but an empty set) learned: the chunk each of

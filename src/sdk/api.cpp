@@ -215,8 +215,8 @@ const char* kreplay_get_range_close_reason_name(kreplay_range_close_reason_t rea
     case KREPLAY_RANGE_CLOSE_MODULE: return "module";
     case KREPLAY_RANGE_CLOSE_EXIT: return "exit";
     case KREPLAY_RANGE_CLOSE_OTHER: return "other";
-    case KREPLAY_RANGE_CLOSE_SIGNAL:
-      return "signal";
+    case KREPLAY_RANGE_CLOSE_SIGNAL: return "signal";
+    case KREPLAY_RANGE_CLOSE_WRITE_SET: return "write_set";
     default: return nullptr;
   }
 }

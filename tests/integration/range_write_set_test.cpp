@@ -171,3 +171,74 @@ TEST_F(RangeWriteSets, AMemsetClosesAWriteBoundedRangeAndBothSidesRepeat) {
 
 }  // namespace
 }  // namespace kreplay::test
+
+namespace kreplay::test {
+namespace {
+
+// A launch that opened a range of its own before closes a write-bounded range that has not saved
+// what it wrote then (KREPLAY_RANGE_CLOSE_WRITE_SET): a training step's first ranges were cut by
+// an allocation, the later steps have none. Joined, the later step's one range would be a first
+// occurrence of its shape, run once to learn; closed, both ranges are the shapes learned.
+TEST_F(RangeWriteSets, ALaunchThatOpenedARangeBeforeClosesOneThatDidNotSaveItsWrites) {
+  float* x = arena_ + 5 * kFloatsPerChunk;
+  float* y = arena_ + 200 * kFloatsPerChunk;
+  auto run = [&](bool memset) {
+    S().reset();
+    update(x, 3 * kFloatsPerChunk);  // past its pointer's guess
+    if (memset) {
+      EXPECT_TRUE(hr::memset_async(y + 8 * kFloatsPerChunk, 0, kChunk, stream_).ok());
+    }
+    update(y, 3 * kFloatsPerChunk);
+    (void)read(x);
+    return S().exits();
+  };
+  const float v = x[7], w = y[7];
+  // Two ranges, cut by the memset: the first learns; the second, the same kernel on another
+  // buffer of the same size, is predicted from it (WriteSets' shape key).
+  auto first = run(true);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_MEMORY);
+  EXPECT_EQ(first[0].outcome.reason, KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN);
+  EXPECT_EQ(first[1].outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  for (int step = 0; step < 2; ++step) {
+    auto later = run(false);
+    ASSERT_EQ(later.size(), 2u) << "step " << step;
+    EXPECT_EQ(later[0].outcome.close_reason, KREPLAY_RANGE_CLOSE_WRITE_SET);
+    EXPECT_STREQ(kreplay_get_range_close_reason_name(KREPLAY_RANGE_CLOSE_WRITE_SET), "write_set");
+    for (const auto& e : later) {
+      EXPECT_EQ(e.outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED) << "step " << step;
+      EXPECT_EQ(e.outcome.passes_executed, 3u);
+      EXPECT_EQ(e.outcome.launches, 1u);
+    }
+  }
+  EXPECT_EQ(read(x), expect(v, 3));
+  EXPECT_EQ(read(y), expect(w, 3));
+  EXPECT_EQ(*g_counter, 6u);
+}
+
+// A launch that never opened a range with its arguments still joins, though its kernel opened
+// one on another buffer of its size: nothing is known of it alone.
+TEST_F(RangeWriteSets, ALaunchThatNeverOpenedARangeJoins) {
+  float* x = arena_ + 5 * kFloatsPerChunk;
+  float* y = arena_ + 200 * kFloatsPerChunk;
+  auto run = [&] {
+    S().reset();
+    update(x, 3 * kFloatsPerChunk);
+    update(y, 3 * kFloatsPerChunk);
+    (void)read(x);
+    return S().exits();
+  };
+  auto first = run();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].outcome.launches, 2u);
+  EXPECT_EQ(first[0].outcome.reason, KREPLAY_DECLINE_REASON_WRITE_SET_UNKNOWN);
+  for (int step = 0; step < 2; ++step) {
+    auto later = run();
+    ASSERT_EQ(later.size(), 1u);
+    EXPECT_EQ(later[0].outcome.launches, 2u);
+    EXPECT_EQ(later[0].outcome.outcome, KREPLAY_REPLAY_OUTCOME_REPLAYED);
+  }
+}
+
+}  // namespace
+}  // namespace kreplay::test
