@@ -159,6 +159,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
     ap.add_argument("--python", default=sys.executable, help="Python for the .py programs")
     ap.add_argument("--no-warmup", action="store_true", help="no unmeasured native run first")
+    ap.add_argument("--skip-kernel", action="store_true",
+                    help="no kernel-replay run (range replay against ncu only, when GPU time is "
+                         "short); the kernel columns stay empty")
     a = ap.parse_args()
     # A limit on run.py (timeout(1) in scripts/gpu-check.sh) sends SIGTERM: end the current run's
     # process group too (each run has its own session), not only run.py.
@@ -177,6 +180,7 @@ def main():
           f"kreplay {kreplay}, ncu {ncu or 'MISSING'}", flush=True)
 
     results, failures = {}, []
+    run_modes = [m for m in MODES if not (a.skip_kernel and m == "kernel")]
     for name in names:
         prog = [p.format(bin=os.path.abspath(a.bin), python=a.python) for p in PROGRAMS[name]]
         commands = {
@@ -200,7 +204,7 @@ def main():
                 r["skipped"] = True
                 continue
         want = None
-        for mode in MODES:
+        for mode in run_modes:
             if mode == "ncu" and ncu is None:
                 r["modes"][mode] = {"status": "no ncu"}
                 continue
@@ -293,19 +297,23 @@ def main():
               + fmt(row["ratio_kernel_ncu"], 9, 3) + fmt(row["ratio_range_ncu"], 9, 3)
               + fmt(fk, 9) + fmt(fr, 9)
               + fmt(row["ratio_floor_kernel_ncu"], 9, 3) + fmt(row["ratio_floor_range_ncu"], 9, 3))
-        if all(w[md] is not None for md in MODES):
+        if all(w[md] is not None for md in run_modes):
             counted.append(name)
-            for md in MODES:
+            for md in run_modes:
                 total[md] += w[md]
-            total["ovh_k"] += o["kernel"]
+            total["ovh_k"] += o["kernel"] or 0.0
             total["ovh_r"] += o["range"]
             total["ovh_ncu"] += o["ncu"]
             total["floor_k"] += fk or 0.0
             total["floor_r"] += fr or 0.0
             total["launches"] += r["launches"] or 0
-    total["ratio_kernel_ncu"] = ratio(total["ovh_k"], total["ovh_ncu"]) if counted else None
+    if a.skip_kernel:
+        total["kernel"] = total["ovh_k"] = total["floor_k"] = None
+    total["ratio_kernel_ncu"] = (ratio(total["ovh_k"], total["ovh_ncu"])
+                                 if counted and not a.skip_kernel else None)
     total["ratio_range_ncu"] = ratio(total["ovh_r"], total["ovh_ncu"]) if counted else None
-    total["ratio_floor_kernel_ncu"] = ratio(total["floor_k"], total["ovh_ncu"]) if counted else None
+    total["ratio_floor_kernel_ncu"] = (ratio(total["floor_k"], total["ovh_ncu"])
+                                       if counted and not a.skip_kernel else None)
     total["ratio_floor_range_ncu"] = ratio(total["floor_r"], total["ovh_ncu"]) if counted else None
     total["programs"] = counted
     if counted:
