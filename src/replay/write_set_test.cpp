@@ -126,6 +126,24 @@ TEST(WriteSets, TheSameShapeOnOtherBuffersIsPredictedFromItsOwnLastLaunch) {
             (std::vector<Extent>{{arena + 300 * kChunk, arena + 302 * kChunk}}));
 }
 
+TEST(WriteSets, ExactOnlyPredictsFromTheseVeryArgumentsAlone) {
+  // What range replay asks of a launch joining a write-bounded range: did a range open with this
+  // launch before? The same shape on other buffers, or the kernel's latest launch, does not count.
+  WriteSets ws;
+  const uint64_t arena = 0x1000000;
+  ChunkLayout l({region(1, arena, 1024 * kChunk)}, kChunk);
+  const auto seen = args_of({arena + 10 * kChunk, 5 * kChunk});
+  ws.learn(4, seen, std::vector<Extent>{{arena + 10 * kChunk, arena + 15 * kChunk}}, l);
+  EXPECT_EQ(*ws.predict(4, seen, l, /*exact_only=*/true),
+            (std::vector<Extent>{{arena + 10 * kChunk, arena + 16 * kChunk}}));
+  const auto same_shape = args_of({arena + 200 * kChunk, 5 * kChunk});
+  EXPECT_TRUE(ws.predict(4, same_shape, l).has_value());
+  EXPECT_FALSE(ws.predict(4, same_shape, l, /*exact_only=*/true).has_value());
+  const auto other_shape = args_of({arena + 300 * kChunk, 2 * kChunk});
+  EXPECT_TRUE(ws.predict(4, other_shape, l).has_value());
+  EXPECT_FALSE(ws.predict(4, other_shape, l, /*exact_only=*/true).has_value());
+}
+
 TEST(WriteSets, WritesNoArgumentPointsAtAreKeptAbsolute) {
   WriteSets ws;
   ChunkLayout l({region(1, 0x100000, 64 * kChunk), region(2, 0x900000, 64 * kChunk)}, kChunk);
