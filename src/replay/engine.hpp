@@ -262,6 +262,8 @@ struct DeviceSlot {
   // Write-bounded snapshots (write_bounded.cpp), used with the window held exclusively.
   WriteSets launch_writes;  ///< per kernel (kernel replay)
   WriteSets range_writes;   ///< per first launch of a range (range replay)
+  /// The write-bounded range the open range's first launch cut (range_mu held).
+  std::optional<RangeCut> range_cut;
   /// The device's digest baseline holds the tracked memory as it is now, in this layout, when
   /// nothing changed memory since (Engine::memory_epoch_ still baseline_epoch).
   bool baseline_valid = false;
@@ -549,6 +551,9 @@ class Engine {
   bool range_saves_joiner(const DeviceSlot& slot, const RangeState& r,
                           const DispatchState& st) const;
   void close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, const char* call = nullptr);
+  /// A measured write-bounded range: keep it as the cut when @p why is WRITE_SET; when it was
+  /// opened by the launch that cut the range before, that range's key learns both ranges' writes.
+  void learn_range_cut(DeviceSlot& slot, RangeState& r, kreplay_range_close_reason_t why);
   // memory calls inside a range (range_memops.cpp); slot.range_mu held
   /// Why a launch or memory call on @p stream, made now on this thread, cannot join @p r for
   /// the thread it comes from (KREPLAY_RANGE_CLOSE_OTHER_THREAD), or NONE: the range's own thread

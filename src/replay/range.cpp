@@ -35,6 +35,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "common/logging.hpp"
 #include "common/util.hpp"
@@ -294,6 +295,13 @@ void Engine::range_enter(DispatchState& st) {
       slot.range->probe = true;
       slot.range->counter_session_tried = true;  // its own run is not counted
     }
+  }
+  // The range just closed before this launch because of what its own range wrote: the range it
+  // opened now learns for that one too (learn_range_cut). Any other way, the cut is dropped.
+  if (std::optional<RangeCut> cut = std::exchange(slot.range_cut, std::nullopt);
+      cut && slot.range && slot.range->launches.empty() &&
+      slot.range->ws.kind == SaveKind::kWriteSet) {
+    slot.range->cut = std::move(cut);
   }
   if (slot.range && can_join) {
     add_to_range(slot, st);

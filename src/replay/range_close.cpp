@@ -85,6 +85,22 @@ void Engine::flush_before_launch(DeviceSlot& slot, RangeState& r, size_t index) 
     counters->range_flush(index - r.counted_from);
 }
 
+void Engine::learn_range_cut(DeviceSlot& slot, RangeState& r, kreplay_range_close_reason_t why) {
+  // This range closed before a launch whose own range wrote beyond what it saved: kept until
+  // that launch's range is measured (range_enter hands it over).
+  if (why == KREPLAY_RANGE_CLOSE_WRITE_SET)
+    slot.range_cut = RangeCut{r.ws.kernel, r.ws.args, r.ws.written};
+  // This range was opened by the launch that cut the one before: that range's key learns both
+  // ranges' writes, so that it saves them next time, the launch joins again, and the ranges grow
+  // back to the length of the program's repeating work (one cut undone per occurrence).
+  if (!r.cut) return;
+  std::vector<Extent> both = std::move(r.cut->written);
+  both.insert(both.end(), r.ws.written.begin(), r.ws.written.end());
+  normalize(&both);
+  slot.range_writes.learn(r.cut->kernel, r.cut->args, both, r.ws.layout);
+  r.cut.reset();
+}
+
 void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, const char* call) {
   RangeDepth depth;
   // The range leaves the slot now (calls made from inside the close see none), but range_open
@@ -232,6 +248,7 @@ void Engine::close_range(DeviceSlot& slot, kreplay_range_close_reason_t why, con
   } else if (r.ws.kind == SaveKind::kWriteSet) {
     slot.baseline_valid = false;
   }
+  if (r.ws.kind == SaveKind::kWriteSet && r.ws.learned) learn_range_cut(slot, r, why);
   if (r.declined != KREPLAY_DECLINE_REASON_NONE) {
     ok = false;
     out.outcome = KREPLAY_REPLAY_OUTCOME_DECLINED;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -162,6 +163,9 @@ struct RangeState {
   std::vector<uint64_t> ordered_streams;  ///< streams that waited for one of chain_events
   /// How the range's entry state was saved (write_bounded.cpp).
   WriteSetWindow ws;
+  /// The range its first launch closed (KREPLAY_RANGE_CLOSE_WRITE_SET): learns this range's
+  /// writes too once they are measured (range_close.cpp).
+  std::optional<RangeCut> cut;
   /// Memory operations that joined the range, in the order the application made them.
   std::vector<RangeMemop> memops;
   /// Host bytes captured for the range's host-to-device copies (RangeOptions::capture_bytes).

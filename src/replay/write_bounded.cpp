@@ -163,6 +163,7 @@ Status Engine::measure_writes(DeviceSlot& slot, WriteSetWindow& ws, bool range,
   *changed_bytes = extent_bytes(written);
   (range ? slot.range_writes : slot.launch_writes).learn(ws.kernel, ws.args, written, ws.layout);
   ws.learned = true;
+  ws.written = written;
   // Every changed chunk must be saved, or have held zeros (zero_chunks puts those back).
   ws.zeroed.clear();
   uint64_t unknown = 0;

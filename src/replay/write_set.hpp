@@ -158,6 +158,17 @@ struct WriteSetWindow {
   uint64_t kernel = 0;          ///< the key: the (first) launch's kernel ...
   std::vector<std::byte> args;  ///< ... and its argument bytes
   bool learned = false;         ///< the application's pass was measured and learned
+  std::vector<Extent> written;  ///< when learned (kWriteSet): what the application's pass changed
+};
+
+/// A write-bounded range closed before a launch whose own range wrote more than it saved
+/// (KREPLAY_RANGE_CLOSE_WRITE_SET): its key and writes, kept until the range that launch opens
+/// has been measured; then the key learns both ranges' writes, so that next time it saves them
+/// and the launch joins again (range.cpp, range_close.cpp).
+struct RangeCut {
+  uint64_t kernel = 0;
+  std::vector<std::byte> args;
+  std::vector<Extent> written;
 };
 
 }  // namespace kreplay::replay
