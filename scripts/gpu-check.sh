@@ -723,8 +723,10 @@ PY
   real)  # the real-program benchmark (bench/real/run.py): each program natively, under kreplay in kernel and
           # in range replay, and under ncu --replay-mode kernel --cache-control all, all with TEN; wall,
           # overhead, the ratios against ncu and the CUPTI floor per program and in total
+    # (KREPLAY_REAL_SKIP_KERNEL=1: range replay against ncu only, for a short lease)
     step real 590 python3 bench/real/run.py --bin "$D/bin" --kreplay "$K" --out "$W/real" --timeout 240 \
-      ${KREPLAY_REAL_PROGRAMS:+--programs "$KREPLAY_REAL_PROGRAMS"}
+      ${KREPLAY_REAL_PROGRAMS:+--programs "$KREPLAY_REAL_PROGRAMS"} \
+      ${KREPLAY_REAL_SKIP_KERNEL:+--skip-kernel}
     grep -hE "^[a-z0-9_]+ (native|kernel|range|ncu): |launches:|CORRECTNESS" "$W/real.log" | cut -c1-300 \
       | tee -a "$O/summary.txt"
     sed -n '/^real: wall s per mode/,$p' "$W/real.log" | tee -a "$O/summary.txt"
