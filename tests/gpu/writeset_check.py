@@ -75,7 +75,7 @@ INJECTION_VARS = ("CUDA_INJECTION64_PATH", "KREPLAY_TOOL_LIBRARIES", "KREPLAY_TE
 
 TALLY = re.compile(r"==KREPLAY== (\d+) launches: (\d+) replayed \((\d+) passes\), (\d+) declined"
                    r"(?: \((.*?)\))?, (\d+) not selected")
-RANGES = re.compile(r"==KREPLAY== (\d+) ranges held (\d+) launches")
+RANGES = re.compile(r"==KREPLAY== (\d+) ranges held (\d+) launches(.*)$", re.M)
 SNAPSHOTS = re.compile(r"==KREPLAY== (snapshots: .*)$", re.M)
 TOOL = re.compile(r"KREPLAY_TEST_TOOL (replayed=.*)$", re.M)
 TOOL_DECLINES = re.compile(r"KREPLAY_TEST_TOOL_DECLINES(.*)$", re.M)
@@ -187,6 +187,9 @@ def parse_tally(stderr):
     r = list(RANGES.finditer(stderr))
     if r:
         t["ranges"] = sum(int(m.group(1)) for m in r)
+        # What closed them (write_set: a launch whose own earlier range the range had not saved).
+        closed = [re.search(r"closed by (.*)$", m.group(3)) for m in r]
+        t["closed_by"] = "; ".join(c.group(1) for c in closed if c)
     return t
 
 
@@ -515,7 +518,9 @@ def main():
                     else:
                         detail.append("; ".join(line.replace("==KREPLAY== ", "")
                                                 for line in t["lines"] + t["snapshots"])
-                                      + (f"; {t['ranges']} ranges" if t["ranges"] else ""))
+                                      + (f"; {t['ranges']} ranges" if t["ranges"] else "")
+                                      + (f", closed by {t['closed_by']}"
+                                         if t.get("closed_by") else ""))
                     dbs = find_dbs(dbdir)
                     st = db_stats(dbs, mode)
                     entry["db"] = st
