@@ -159,11 +159,10 @@ Status Engine::measure_writes(DeviceSlot& slot, WriteSetWindow& ws, bool range,
   std::vector<uint64_t> changed, was_zero;
   RETURN_IF_ERROR(slot.device->changed_since_baseline(ws.layout.copies(), ws.layout.chunk_bytes(),
                                                       /*update=*/true, &changed, &was_zero));
-  const std::vector<Extent> written = ws.layout.extents_of(changed);
-  *changed_bytes = extent_bytes(written);
-  (range ? slot.range_writes : slot.launch_writes).learn(ws.kernel, ws.args, written, ws.layout);
+  ws.written = ws.layout.extents_of(changed);
+  *changed_bytes = extent_bytes(ws.written);
+  (range ? slot.range_writes : slot.launch_writes).learn(ws.kernel, ws.args, ws.written, ws.layout);
   ws.learned = true;
-  ws.written = written;
   // Every changed chunk must be saved, or have held zeros (zero_chunks puts those back).
   ws.zeroed.clear();
   uint64_t unknown = 0;
