@@ -27,6 +27,7 @@
 // a peer copy, memory the host can see without a call, another stream's call, another thread's
 // call on its own per-thread stream).
 #include <algorithm>
+#include <utility>
 
 #include "common/env.hpp"
 #include "common/exit_safe.hpp"
@@ -222,8 +223,7 @@ Engine::MemoryJoin Engine::range_memory_begin(uint64_t agent, const MemoryCall& 
 void Engine::range_memory_done(uint64_t agent, bool ok,
                                std::unique_ptr<device::MemoryOp> recorded) {
   (void)agent;
-  JoinedCall joined = std::move(joined_call());
-  joined_call() = JoinedCall{};
+  JoinedCall joined = std::exchange(joined_call(), JoinedCall{});
   if (joined.slot == nullptr || !joined.lock.owns_lock() || !joined.slot->range) return;
   DeviceSlot& s = *joined.slot;
   RangeState& r = *s.range;

@@ -297,7 +297,6 @@ bool classify_unified(uint64_t agent, Op& o) {
 // pass in range replay with them joining: bench/RESULTS.md, seventeenth to nineteenth sessions).
 bool enabled() { return replay::default_range_join_memory(); }
 
-
 bool joinable_call(CUpti_CallbackId cbid) {
   if (!enabled()) return false;
   switch (cbid) {
